@@ -1,0 +1,43 @@
+# Quick start: `make demo` (set up, then run the digits search) and `make test` (set up, then run the tests).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+RUN_ID := $(shell date +%Y%m%d-%H%M%S)
+# Debian packages: real Fashion-MNIST for its tests, Chromium for the HTML report's browser test.
+APT_PACKAGES := dataset-fashion-mnist chromium
+
+.PHONY: setup system-deps demo test test-fast bench clean-venv
+
+setup: $(STAMP) system-deps
+
+# The venv is rebuilt when the pins or the project's requirements change.
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test]"
+	@touch $(STAMP)
+
+# Only where we are root with apt (CI, dev machines); elsewhere the tests that need them skip.
+system-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "apt-get install$$missing"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+	      || echo "warning: could not install$$missing; tests that need them will skip"; \
+	  fi; \
+	fi
+
+demo: setup
+	$(PY) -m recipesearch search search_spaces/digits.yaml --out runs/demo-$(RUN_ID)
+	@echo "report: runs/demo-$(RUN_ID)/index.html"
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m bench.run_all
+
+clean-venv:
+	rm -rf $(VENV)

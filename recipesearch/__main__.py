@@ -1,0 +1,5 @@
+import sys
+
+from recipesearch.cli import main
+
+sys.exit(main())

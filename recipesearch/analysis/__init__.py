@@ -1,0 +1,73 @@
+"""Analysis of a recipe search: Pareto fronts, hypervolume, speedups, per-method effects.
+
+Pure numpy/pandas on plain arrays and the trials.csv DataFrame (no Ray/Optuna objects), so every
+number in the report can be tested on hand-made inputs.
+"""
+from __future__ import annotations
+
+from recipesearch.analysis.effects import (
+    algorithm_effects,
+    algorithm_sets,
+    budget_bands,
+    completed_mask,
+    membership,
+    pairwise_interactions,
+    regime_recipes,
+    trials_front_mask,
+)
+from recipesearch.analysis.hypervolume import (
+    HypervolumeCurve,
+    hypervolume,
+    hypervolume_history,
+    hypervolume_vs_compute,
+    reference_point,
+)
+from recipesearch.analysis.pareto import pareto_front_order, pareto_mask, pareto_mask_by_group
+from recipesearch.analysis.speedup import (
+    AccuracyGain,
+    AccuracyGainArrays,
+    HeadlineSpeedup,
+    SpeedupArrays,
+    SpeedupResult,
+    TradeoffCurve,
+    accuracy_at_matched_time,
+    accuracy_gains_at_matched_time,
+    baseline_envelope,
+    best_speedup_at_baseline_accuracy,
+    speedup_at_matched_accuracy,
+    speedups_at_matched_accuracy,
+    time_to_reach,
+    times_to_reach,
+)
+
+__all__ = [
+    "AccuracyGain",
+    "AccuracyGainArrays",
+    "HeadlineSpeedup",
+    "HypervolumeCurve",
+    "SpeedupArrays",
+    "SpeedupResult",
+    "TradeoffCurve",
+    "accuracy_at_matched_time",
+    "accuracy_gains_at_matched_time",
+    "algorithm_effects",
+    "algorithm_sets",
+    "baseline_envelope",
+    "best_speedup_at_baseline_accuracy",
+    "budget_bands",
+    "completed_mask",
+    "hypervolume",
+    "hypervolume_history",
+    "hypervolume_vs_compute",
+    "membership",
+    "pairwise_interactions",
+    "pareto_front_order",
+    "pareto_mask",
+    "pareto_mask_by_group",
+    "reference_point",
+    "regime_recipes",
+    "speedup_at_matched_accuracy",
+    "speedups_at_matched_accuracy",
+    "time_to_reach",
+    "times_to_reach",
+]

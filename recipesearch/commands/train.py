@@ -1,0 +1,82 @@
+"""``recipesearch train RECIPE.yaml [--out DIR] [--set key=value ...]``."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+from recipesearch.errors import ConfigError, UserError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recipe", help="recipe YAML file")
+    p.add_argument("--out", help="directory for result.json and the recipe actually trained")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. --set optimizer.lr=0.2 --set algorithms.mixup.alpha=0.4")
+    p.add_argument("--force", action="store_true", help="overwrite an existing result.json in --out")
+    p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
+
+
+def parse_overrides(items: list[str]) -> dict[str, object]:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError("--set", f"expected KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = yaml.safe_load(value) if value else None  # YAML typing: 0.2 → float
+    return overrides
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from recipesearch.env_info import hardware, library_versions
+    from recipesearch.errors import DivergenceError
+    from recipesearch.recipe import dump_recipe, load_recipe
+
+    recipe = load_recipe(args.recipe)
+    if args.overrides:
+        recipe = recipe.with_overrides(parse_overrides(args.overrides))
+    out = Path(args.out) if args.out else None
+    if out is not None and (out / "result.json").exists() and not args.force:
+        raise UserError(f"--out: {out / 'result.json'} exists; pass --force to overwrite or choose another --out")
+
+    console = Console(stderr=True, quiet=args.quiet)
+
+    def on_epoch_end(state, metrics):
+        console.print(f"epoch {metrics['epoch'] + 1}: step {metrics['step']}/{state.total_steps} "
+                      f"loss {metrics['loss']:.4f}")
+
+    from recipesearch.train.loop import Trainer
+
+    trainer = Trainer(recipe, on_epoch_end=on_epoch_end)
+    try:
+        result = trainer.fit()
+    except DivergenceError as exc:
+        raise UserError(f"training {exc}; lower optimizer.lr or check the recipe") from None
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    record = {"recipe": recipe.to_dict(), **result.to_dict(), "hardware": hardware(), "versions": library_versions()}
+    _print_table(result)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "recipe.yaml").write_text(dump_recipe(recipe))
+        tmp = out / "result.json.tmp"
+        tmp.write_text(json.dumps(record, indent=2))
+        tmp.replace(out / "result.json")  # atomic: a killed run never leaves half a result
+        print(f"wrote {out / 'result.json'}")
+    return 0
+
+
+def _print_table(result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"recipe {result.recipe_id}", show_header=True)
+    for col in ("accuracy", "train_seconds", "images/s", "data wait", "epochs", "steps"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{result.accuracy:.4f}", f"{result.train_seconds:.2f}", f"{result.throughput:.0f}",
+                  f"{result.data_wait_fraction:.1%}", f"{result.epochs:.2f}", str(result.steps))
+    Console().print(table)

@@ -1,0 +1,122 @@
+"""Dataset registry: ``@register_dataset(name)`` stores a loader, ``get_dataset(name)`` returns it.
+
+The registry follows timm's ``register_model`` / ``create_model`` pattern (huggingface/pytorch-image-models,
+``timm/models/_registry.py``). A loader is a function ``loader(spec: DataSpec) -> RawDataset`` that decodes
+a dataset from disk into uint8 CPU tensors once; ``recipesearch.data.bundle.load_data`` then resizes,
+splits, caches and moves the tensors to the device.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from recipesearch.errors import UserError
+
+if TYPE_CHECKING:
+    from recipesearch.data.spec import DataSpec
+
+ENV_DATA = "RECIPESEARCH_DATA"  # a folder holding one sub-folder per dataset name
+
+
+@dataclass(frozen=True)
+class RawDataset:
+    """A decoded dataset: uint8 CPU tensors plus what the training loop needs to know about them.
+
+    ``crop_padding`` is meant for images of ``default_size``; ``load_data`` scales it with the image size.
+    ``mean``/``std`` are per channel in 0..1 units; ``None`` means "compute from the training images".
+    """
+
+    train_images: torch.Tensor  # uint8 [N, C, H, W]
+    train_labels: torch.Tensor  # int64 [N]
+    test_images: torch.Tensor  # uint8 [M, C, H, W]
+    test_labels: torch.Tensor  # int64 [M]
+    num_classes: int
+    class_names: tuple[str, ...]
+    hflip: bool  # whether a horizontal flip keeps the label (not for digits)
+    crop_padding: int  # random-crop padding in pixels at default_size
+    native_size: int  # side of the images as stored on disk
+    default_size: int  # side load_data resizes to when DataSpec.image_size is None
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+
+    @property
+    def channels(self) -> int:
+        return int(self.train_images.shape[1])
+
+    def __post_init__(self) -> None:
+        for split, images, labels in (
+            ("train", self.train_images, self.train_labels),
+            ("test", self.test_images, self.test_labels),
+        ):
+            if images.dtype != torch.uint8 or images.dim() != 4:
+                raise ValueError(f"{split} images must be uint8 [N,C,H,W], got {images.dtype} {tuple(images.shape)}")
+            if labels.dtype != torch.int64 or labels.shape != images.shape[:1]:
+                raise ValueError(f"{split} labels must be int64 [N] matching the images, got {labels.dtype}")
+
+
+Loader = Callable[["DataSpec"], RawDataset]
+_REGISTRY: dict[str, Loader] = {}
+
+
+def register_dataset(name: str) -> Callable[[Loader], Loader]:
+    """Decorator: register ``loader(spec) -> RawDataset`` under ``name`` (a DataSpec ``name`` value)."""
+
+    def decorator(loader: Loader) -> Loader:
+        if name in _REGISTRY and _REGISTRY[name] is not loader:
+            raise ValueError(f"dataset {name!r} is already registered")
+        _REGISTRY[name] = loader
+        return loader
+
+    return decorator
+
+
+def list_datasets() -> list[str]:
+    """Names of all registered datasets, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_dataset(name: str) -> Loader:
+    """The loader registered under ``name``; a one-line ``UserError`` listing the names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UserError(f"unknown dataset {name!r}; registered datasets: {', '.join(list_datasets())}") from None
+
+
+# ---- helpers shared by the loaders -------------------------------------------------------------------
+
+
+def default_root(name: str) -> Path:
+    """Where a dataset lives when ``DataSpec.root`` is unset: ``$RECIPESEARCH_DATA/<name>`` or the cache."""
+    base = os.environ.get(ENV_DATA)
+    return Path(base).expanduser() / name if base else Path.home() / ".cache" / "recipesearch" / name
+
+
+def spec_root(spec: DataSpec) -> Path:
+    """``spec.root`` with ``~`` expanded, or ``default_root(spec.name)``."""
+    return Path(spec.root).expanduser() if spec.root else default_root(spec.name)
+
+
+def candidate_dirs(spec: DataSpec, extra: Sequence[Path] = (), subdirs: Sequence[str] = ()) -> list[Path]:
+    """Folders to search, in order, without duplicates: root, ``$RECIPESEARCH_DATA/<name>``, ``extra``;
+    each followed by its ``subdirs`` (the layouts torchvision and the original archives use)."""
+    bases = [spec_root(spec)]
+    if os.environ.get(ENV_DATA):
+        bases.append(Path(os.environ[ENV_DATA]).expanduser() / spec.name)
+    bases.extend(extra)
+    out: list[Path] = []
+    for base in bases:
+        for d in (base, *(base / s for s in subdirs)):
+            if d not in out:
+                out.append(d)
+    return out
+
+
+def as_labels(values: object) -> torch.Tensor:
+    """Labels of any integer array-like as an int64 CPU tensor."""
+    return torch.as_tensor(values).to(torch.int64).reshape(-1)

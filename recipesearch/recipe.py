@@ -1,0 +1,222 @@
+"""A recipe: base training setup + speed-up algorithms with their hyperparameters + a budget.
+
+A recipe file is YAML::
+
+    model: {name: resnet8}
+    data: {name: digits}
+    optimizer: {name: sgd, lr: 0.1, momentum: 0.9, weight_decay: 5.0e-4}
+    schedule: {name: cosine, warmup_epochs: 1}
+    max_duration: 10      # epochs at budget 1.0
+    budget: 1.0           # scale_schedule_ratio: epochs and every schedule milestone are multiplied by it
+    batch_size: 128
+    precision: fp32
+    seed: 0
+    algorithms: {label_smoothing: {smoothing: 0.1}}
+
+Validation errors name the field and its line; ``recipe_id`` is a hash of the content, stable across
+load → dump → load.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from recipesearch.data.spec import DataSpec
+from recipesearch.errors import ConfigError
+from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSpec(BaseModel):
+    """``name`` from the model registry; any other key is passed to the constructor (width, ...)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = "resnet20"
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class OptimizerSpec(_Strict):
+    """SGD with Nesterov momentum and decoupled weight decay (Loshchilov & Hutter 2019), or AdamW."""
+
+    name: Literal["sgd", "adamw"] = "sgd"
+    lr: float = Field(0.1, gt=0, description="peak learning rate, reached after warmup")
+    momentum: float = Field(0.9, ge=0, lt=1)
+    nesterov: bool = True
+    # Decoupled: each step multiplies weights by (1 - weight_decay * lr / peak_lr), so the decay does not
+    # change when the LR is re-tuned (Composer's DecoupledSGDW convention).
+    weight_decay: float = Field(5e-4, ge=0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    decay_norm_and_bias: bool = False  # BN/bias weights decayed too? off: the usual strong baseline
+
+    @model_validator(mode="after")
+    def _nesterov_needs_momentum(self) -> OptimizerSpec:
+        if self.name == "sgd" and self.nesterov and self.momentum == 0:
+            raise ValueError("nesterov needs momentum > 0")
+        return self
+
+
+class ScheduleSpec(_Strict):
+    """A learning-rate schedule declared in epochs (at budget 1.0) and executed per step."""
+
+    name: Literal["cosine", "linear", "onecycle", "multistep", "constant"] = "cosine"
+    warmup_epochs: float = Field(0.0, ge=0)
+    milestones: list[float] = Field(default_factory=list, description="multistep: epochs where LR *= gamma")
+    gamma: float = Field(0.1, gt=0, le=1)
+    final_lr_factor: float = Field(0.0, ge=0, le=1, description="LR at the end, as a fraction of peak")
+    pct_start: float = Field(0.25, gt=0, lt=1, description="onecycle: fraction of training spent rising")
+
+    @field_validator("milestones")
+    @classmethod
+    def _sorted_positive(cls, v: list[float]) -> list[float]:
+        if any(m <= 0 for m in v):
+            raise ValueError("milestones must be > 0 epochs")
+        if v != sorted(v):
+            raise ValueError("milestones must be increasing")
+        return v
+
+
+class Recipe(_Strict):
+    name: str | None = None
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    data: DataSpec
+    optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
+    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
+    max_duration: float = Field(..., gt=0, description="epochs at budget 1.0")
+    budget: float = Field(1.0, gt=0, description="scale_schedule_ratio: multiplies epochs and schedule")
+    batch_size: int = Field(128, gt=0)
+    eval_batch_size: int = Field(1024, gt=0)
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    seed: int = 0
+    threads: int | None = Field(None, gt=0, description="torch threads for this run (None: leave as is)")
+    device: str = "auto"
+    algorithms: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        if v not in ("auto", "cpu", "cuda", "mps") and not v.startswith("cuda:"):
+            raise ValueError("allowed: auto, cpu, cuda, cuda:N, mps")
+        return v
+
+    @field_validator("algorithms", mode="before")
+    @classmethod
+    def _none_means_defaults(cls, v: Any) -> Any:
+        # ``algorithms: {mixup: }`` and ``algorithms: [mixup, ema]`` both mean "with defaults".
+        if isinstance(v, list) and all(isinstance(n, str) for n in v):
+            return {n: {} for n in v}
+        if isinstance(v, dict):
+            return {k: ({} if p is None else p) for k, p in v.items()}
+        return v
+
+    @property
+    def epochs(self) -> float:
+        """Epochs actually trained: max_duration dilated by the budget."""
+        return self.max_duration * self.budget
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def id(self) -> str:
+        return recipe_id(self)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Recipe:
+        """A copy with dotted-key overrides applied (``optimizer.lr=0.2``) and re-validated."""
+        data = self.to_dict()
+        for key, value in overrides.items():
+            set_dotted(data, key, value)
+        return recipe_from_dict(data, source="--set")
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(key, f"'{part}' is not a mapping")
+        node = child
+    node[parts[-1]] = value
+
+
+def _pydantic_error(exc: ValidationError, source: str | None, lines: LineMap | None) -> ConfigError:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif err["type"] == "literal_error":
+        msg = msg.replace("Input should be", "allowed:")
+    line = lines.line_of(field) if lines else None
+    return ConfigError(field, msg, source, line)
+
+
+def recipe_from_dict(data: Any, source: str | None = None, lines: LineMap | None = None) -> Recipe:
+    """Validate a mapping into a Recipe, checking algorithms, model and interactions too."""
+    if not isinstance(data, dict):
+        raise ConfigError("", "a recipe must be a YAML mapping", source)
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_error(exc, source, lines) from None
+    try:
+        check_recipe(recipe)
+    except ConfigError as exc:
+        if exc.source is None:
+            raise ConfigError(exc.field, exc.message, source, lines.line_of(exc.field) if lines else None) from None
+        raise
+    return recipe
+
+
+def check_recipe(recipe: Recipe) -> None:
+    """Checks that need the registries: algorithm names and hparams, forbidden pairs, model kwargs."""
+    import torch
+
+    from recipesearch.algorithms import build_algorithms
+    from recipesearch.models import create_model
+
+    build_algorithms(recipe.algorithms, recipe=recipe)  # validates names, hparams, interactions
+    # Building on the meta device checks the name and every option without allocating weights.
+    with torch.device("meta"):
+        create_model(recipe.model.name, num_classes=10, in_channels=3, image_size=32, **recipe.model.kwargs)
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    data, lines = read_yaml(path)
+    return recipe_from_dict(data, str(path), lines)
+
+
+def loads_recipe(text: str, source: str = "<string>") -> Recipe:
+    data, lines = parse_yaml(text, source)
+    return recipe_from_dict(data, source, lines)
+
+
+def dump_recipe(recipe: Recipe, header: str | None = None) -> str:
+    """YAML text of a recipe; ``header`` lines become ``#`` comments (provenance of exported recipes)."""
+    body = yaml.safe_dump(recipe.to_dict(), sort_keys=False, default_flow_style=None)
+    if not header:
+        return body
+    comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return comments + body
+
+
+def recipe_id(recipe: Recipe) -> str:
+    """Stable 12-hex-digit id: sha256 of the canonical JSON (sorted keys) without the display name."""
+    content = recipe.to_dict()
+    content.pop("name", None)
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]

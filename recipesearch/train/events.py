@@ -1,0 +1,50 @@
+"""Named points of the training loop where algorithms run.
+
+The loop, in pseudocode, with the event fired at each marker::
+
+    INIT                         # model built, optimizer not yet: surgery (blurpool, SE, channels_last)
+    FIT_START                    # optimizer, schedule and loader exist
+    for epoch in epochs:
+        EPOCH_START
+        for x, y in loader:
+            AFTER_DATALOADER     # batch on device: mixup, cutmix, randaugment, resizing, selective backprop
+            BATCH_START
+            BEFORE_FORWARD
+            outputs = model(x)
+            AFTER_FORWARD
+            BEFORE_LOSS
+            loss = loss_fn(outputs, y)
+            AFTER_LOSS
+            BEFORE_BACKWARD
+            loss.backward()
+            AFTER_BACKWARD       # gradient clipping, SAM's second pass
+            optimizer.step(); schedule.step()
+            AFTER_STEP           # EMA / SWA averaging
+            BATCH_END
+        EPOCH_END                # layer freezing, SWA's LR switch
+    FIT_END                      # EMA / SWA swap in the averaged weights for evaluation
+
+Only the time between FIT_START and FIT_END, less nothing but evaluation (which happens after
+FIT_END), counts as training time.
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Event(str, Enum):
+    INIT = "init"
+    FIT_START = "fit_start"
+    EPOCH_START = "epoch_start"
+    AFTER_DATALOADER = "after_dataloader"
+    BATCH_START = "batch_start"
+    BEFORE_FORWARD = "before_forward"
+    AFTER_FORWARD = "after_forward"
+    BEFORE_LOSS = "before_loss"
+    AFTER_LOSS = "after_loss"
+    BEFORE_BACKWARD = "before_backward"
+    AFTER_BACKWARD = "after_backward"
+    AFTER_STEP = "after_step"
+    BATCH_END = "batch_end"
+    EPOCH_END = "epoch_end"
+    FIT_END = "fit_end"

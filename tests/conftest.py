@@ -1,0 +1,36 @@
+"""Shared fixtures: a tiny digits recipe that trains in about a second on one CPU thread."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from recipesearch.recipe import Recipe, recipe_from_dict
+
+
+def make_recipe(algorithms: dict[str, dict[str, Any]] | None = None, **overrides: Any) -> Recipe:
+    """A small digits recipe; keyword overrides replace top-level fields (nested dicts are merged)."""
+    base: dict[str, Any] = {
+        "model": {"name": "cnn", "width": 8},
+        "data": {"name": "digits"},
+        "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4},
+        "schedule": {"name": "cosine", "warmup_epochs": 0.2},
+        "max_duration": 1,
+        "batch_size": 64,
+        "seed": 0,
+        "threads": 1,
+        "device": "cpu",
+        "algorithms": algorithms or {},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        else:
+            base[key] = value
+    return recipe_from_dict(base)
+
+
+@pytest.fixture
+def tiny_recipe():
+    """Factory fixture: ``tiny_recipe({"mixup": {"alpha": 0.2}}, max_duration=2)``."""
+    return make_recipe
