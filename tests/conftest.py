@@ -13,17 +13,20 @@ def make_recipe(algorithms: dict[str, dict[str, Any]] | None = None, **overrides
     base: dict[str, Any] = {
         "model": {"name": "cnn", "width": 8},
         "data": {"name": "digits"},
-        "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4},
+        "optimizer": {"name": "sgd", "lr": 0.2, "momentum": 0.9, "weight_decay": 5e-4},
         "schedule": {"name": "cosine", "warmup_epochs": 0.2},
         "max_duration": 1,
-        "batch_size": 64,
+        "batch_size": 32,
         "seed": 0,
         "threads": 1,
         "device": "cpu",
         "algorithms": algorithms or {},
     }
     for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
+        # A new model name means a new model: its options must not inherit the tiny CNN's width.
+        if key == "model" and "name" in value:
+            base[key] = value
+        elif isinstance(value, dict) and isinstance(base.get(key), dict):
             base[key] = {**base[key], **value}
         else:
             base[key] = value
