@@ -17,7 +17,7 @@ def __getattr__(name: str):
 
         return load_recipe
     if name == "search":
-        from recipesearch.search.api import search
+        import recipesearch.search as search  # a callable package: recipesearch.search(space, out=...)
 
         return search
     raise AttributeError(name)

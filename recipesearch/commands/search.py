@@ -1,0 +1,35 @@
+"""``recipesearch search SPACE.yaml --out DIR [--resume | --force] [--address ADDR] [--storage URL] [--quiet]``."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("space", help="search space YAML file (see search_spaces/)")
+    p.add_argument("--out", required=True, help="run directory: study.db, trials.csv, run.json, report")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue the search in --out: completed trials are kept, interrupted ones run again")
+    again.add_argument("--force", action="store_true", help="delete a non-empty --out and start again")
+    p.add_argument("--address", metavar="ADDR",
+                   help="join this Ray cluster (host:port of `ray start --head`) instead of starting a local Ray")
+    p.add_argument("--storage", metavar="URL",
+                   help="Optuna RDB storage URL shared by a cluster (default: sqlite:///OUT/study.db)")
+    p.add_argument("--trials", type=int, metavar="N", help="total trials, baselines included (overrides the space)")
+    p.add_argument("--concurrency", type=int, metavar="N", help="trials at a time (overrides the space)")
+    p.add_argument("--report-every", type=int, default=4, metavar="K",
+                   help="rebuild the report after every K finished trials (0: only at the end; default 4)")
+    p.add_argument("--no-report", dest="report", action="store_false",
+                   help="no report (rebuild it later with `recipesearch report OUT`)")
+    p.add_argument("--quiet", action="store_true", help="plain log lines instead of the live progress display")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from recipesearch.search.api import search
+
+    search(args.space, out=args.out, resume=args.resume, force=args.force, address=args.address,
+           storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,
+           report=args.report, report_every=args.report_every, command=["recipesearch", *sys.argv[1:]])
+    return 0

@@ -1,0 +1,298 @@
+"""What the user sees while a search runs: a live progress bar + Pareto-front table, or plain log lines.
+
+Both UIs read the same trials table (``storage.trials_frame``), so what is shown is what trials.csv
+holds. ``front_table`` computes the rows once (a plain DataFrame, tested without a terminal); the live
+view and the final summary only render it.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from recipesearch.search.storage import INTERRUPTED, count_finished_rows
+
+if TYPE_CHECKING:
+    from recipesearch.space import SearchSpace
+
+MAX_FRONT_ROWS = 12
+
+
+class SearchUI(Protocol):
+    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None: ...
+    def trial_started(self, number: int, attrs: dict[str, Any]) -> None: ...
+    def trial_finished(self, row: dict[str, Any], trials: pd.DataFrame) -> None: ...
+    def message(self, text: str) -> None: ...
+    def stop(self) -> None: ...
+    def summary(self, trials: pd.DataFrame, space: SearchSpace) -> None: ...
+
+
+# 1) numbers -----------------------------------------------------------------------------------------
+
+
+def objective_column(space: SearchSpace) -> str:
+    return "val_accuracy" if space.metric_split == "val" else "accuracy"
+
+
+def _pareto_mask(points: np.ndarray, directions: list[str]) -> np.ndarray:
+    try:
+        from recipesearch.analysis import pareto_mask
+    except ImportError:  # analysis not installed: the few-line version
+        signs = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
+        v = points * signs
+        ok = ~np.isnan(v).any(axis=1)
+        mask = np.zeros(len(v), dtype=bool)
+        for i in np.flatnonzero(ok):
+            w = v[ok]
+            mask[i] = not ((w <= v[i]).all(axis=1) & (w < v[i]).any(axis=1)).any()
+        return mask
+    return pareto_mask(points, directions)
+
+
+def completed(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
+    if trials.empty:
+        return trials
+    acc = pd.to_numeric(trials[objective_column(space)], errors="coerce")
+    secs = pd.to_numeric(trials["train_seconds"], errors="coerce")
+    ok = (trials["state"] == "COMPLETE") & acc.notna() & secs.gt(0)
+    return trials[ok]
+
+
+def front_table(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
+    """Current Pareto front of the completed trials, by training time, with speedup over the baseline.
+
+    Columns: number, budget, algorithms, is_baseline, acc, train_seconds, cost, speedup, speedup_status.
+    """
+    cols = ["number", "budget", "algorithms", "is_baseline", "acc", "train_seconds", "cost", "speedup",
+            "speedup_status"]
+    done = completed(trials, space)
+    if done.empty:
+        return pd.DataFrame(columns=cols)
+    acc_col = objective_column(space)
+    obj = {"accuracy": acc_col, "train_seconds": "train_seconds", "cost": "cost"}
+    points = np.column_stack([pd.to_numeric(done[obj[o]], errors="coerce").to_numpy(float)
+                              for o in space.objectives])
+    front = done[_pareto_mask(points, list(space.directions))]
+    out = pd.DataFrame({
+        "number": front["number"].astype(int),
+        "budget": pd.to_numeric(front["budget"], errors="coerce"),
+        "algorithms": front["algorithms"].fillna("").astype(str),
+        "is_baseline": front["is_baseline"].astype(bool),
+        "acc": pd.to_numeric(front[acc_col], errors="coerce"),
+        "train_seconds": pd.to_numeric(front["train_seconds"], errors="coerce"),
+        "cost": pd.to_numeric(front["cost"], errors="coerce"),
+    })
+    base = done[done["is_baseline"].astype(bool)]
+    out["speedup"], out["speedup_status"] = math.nan, "no_baseline"
+    if len(base):
+        try:
+            from recipesearch.analysis import speedups_at_matched_accuracy
+
+            s = speedups_at_matched_accuracy(out["train_seconds"], out["acc"], base["train_seconds"].astype(float),
+                                             pd.to_numeric(base[acc_col], errors="coerce"))
+            out["speedup"], out["speedup_status"] = s.speedup, s.status
+        except ImportError:
+            pass
+    return out.sort_values(["train_seconds", "acc"], ascending=[True, False]).reset_index(drop=True)
+
+
+def headline(trials: pd.DataFrame, space: SearchSpace) -> str | None:
+    """'1.8x faster than the baseline to 0.9421 accuracy: trial 12 (mixup+...)' or None."""
+    done = completed(trials, space)
+    if done.empty:
+        return None
+    acc_col = objective_column(space)
+    base = done[done["is_baseline"].astype(bool)]
+    cand = done[~done["is_baseline"].astype(bool)]
+    if base.empty or cand.empty:
+        return None
+    try:
+        from recipesearch.analysis import best_speedup_at_baseline_accuracy
+    except ImportError:
+        return None
+    h = best_speedup_at_baseline_accuracy(cand["train_seconds"].astype(float), cand[acc_col].astype(float),
+                                          base["train_seconds"].astype(float), base[acc_col].astype(float))
+    if h.index is None or not math.isfinite(h.speedup):
+        return (f"no recipe reached the longest baseline's {acc_col} {h.target_accuracy:.4f}"
+                if math.isfinite(h.target_accuracy) else None)
+    row = cand.iloc[h.index]
+    algs = row["algorithms"] or "no algorithms"
+    return (f"best speedup over the baseline: {h.speedup:.2f}x to {acc_col} {h.target_accuracy:.4f} "
+            f"({h.recipe_time:.2f} s vs {h.baseline_time:.2f} s): trial {int(row['number'])}, budget "
+            f"{float(row['budget']):g}, {algs}")
+
+
+def _fmt(x: Any, spec: str) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return ""
+    return "" if math.isnan(x) else format(x, spec)
+
+
+def render_front(front: pd.DataFrame, space: SearchSpace, title: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    acc_label = "val acc" if space.metric_split == "val" else "accuracy"
+    for name in ("trial", "budget", "algorithms", acc_label, "train s", *(["cost"] if "cost" in space.objectives
+                                                                            else []), "speedup"):
+        table.add_column(name, justify="left" if name == "algorithms" else "right")
+    for _, r in front.head(MAX_FRONT_ROWS).iterrows():
+        algs = "baseline" if r["is_baseline"] else (r["algorithms"] or "-")
+        cells = [str(r["number"]), _fmt(r["budget"], "g"), algs, _fmt(r["acc"], ".4f"), _fmt(r["train_seconds"], ".2f")]
+        if "cost" in space.objectives:
+            cells.append(_fmt(r["cost"], ".4g"))
+        cells.append(f"{_fmt(r['speedup'], '.2f')}x" if _fmt(r["speedup"], ".2f") else "")
+        table.add_row(*cells)
+    if len(front) > MAX_FRONT_ROWS:
+        table.caption = f"... and {len(front) - MAX_FRONT_ROWS} more on the front"
+    return table
+
+
+def _counts(trials: pd.DataFrame) -> dict[str, int]:
+    if trials.empty:
+        return {}
+    return {str(k): int(v) for k, v in trials["state"].value_counts().items()}
+
+
+# 2) renderers ---------------------------------------------------------------------------------------
+
+
+class LiveUI:
+    """rich progress bar (done/total, elapsed, ETA) above a live table of the current Pareto front."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=False)
+        self.live: Any = None
+        self.space: SearchSpace | None = None
+        self.running: set[int] = set()
+
+    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None:
+        from rich.live import Live
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.space = space
+        self.console.print(f"[bold]recipesearch search[/] {space.name}: {total} trials, objectives "
+                           f"{', '.join(space.objectives)}; run dir {run_dir}; Ray {ray_address}")
+        self.progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("eta"),
+                                 TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
+                                 console=self.console)
+        self.task = self.progress.add_task("search", total=total, completed=0, status="")
+        self._done0 = done
+        self.progress.update(self.task, completed=done)
+        self._front = render_front(front_table(pd.DataFrame(), space), space, "Pareto front")
+        self.live = Live(self._renderable(), console=self.console, refresh_per_second=4, transient=True)
+        self.live.start()
+
+    def _renderable(self) -> Any:
+        from rich.console import Group
+
+        return Group(self.progress, self._front)
+
+    def _status(self, trials: pd.DataFrame | None = None) -> str:
+        c = _counts(trials) if trials is not None else {}
+        parts = [f"{len(self.running)} running"]
+        if c.get("FAIL"):
+            parts.append(f"{c['FAIL']} failed")
+        return "  " + ", ".join(parts)
+
+    def trial_started(self, number: int, attrs: dict[str, Any]) -> None:
+        self.running.add(number)
+        if self.live:
+            self.progress.update(self.task, status=self._status())
+
+    def trial_finished(self, row: dict[str, Any], trials: pd.DataFrame) -> None:
+        self.running.discard(int(row["number"]))
+        if row["state"] == "FAIL" and row.get("error") != INTERRUPTED:
+            self.console.print(f"[yellow]trial {row['number']} failed:[/] {row.get('error')}")
+        if not self.live or self.space is None:
+            return
+        self.progress.update(self.task, completed=count_finished_rows(trials), status=self._status(trials))
+        self._front = render_front(front_table(trials, self.space), self.space, "Pareto front")
+        self.live.update(self._renderable())
+
+    def message(self, text: str) -> None:
+        self.console.print(text)
+
+    def stop(self) -> None:
+        if self.live:
+            self.live.stop()
+            self.live = None
+
+    def summary(self, trials: pd.DataFrame, space: SearchSpace) -> None:
+        _print_summary(self.console, trials, space)
+
+
+class LogUI:
+    """--quiet: one plain line per event, for logs and CI."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stdout
+        self.t0 = time.monotonic()
+        self.total = 0
+
+    def _line(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.t0:7.1f}s] {text}", file=self.stream, flush=True)
+
+    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None:
+        self.total = total
+        self._line(f"search {space.name}: {total} trials ({done} done), run dir {run_dir}, Ray {ray_address}")
+
+    def trial_started(self, number: int, attrs: dict[str, Any]) -> None:
+        tag = " baseline" if attrs.get("is_baseline") else ""
+        self._line(f"trial {number} started: budget {attrs.get('budget')}{tag} "
+                   f"{attrs.get('algorithms') or ''}".rstrip())
+
+    def trial_finished(self, row: dict[str, Any], trials: pd.DataFrame) -> None:
+        done = count_finished_rows(trials)
+        if row["state"] == "COMPLETE":
+            self._line(f"[{done}/{self.total}] trial {row['number']} COMPLETE accuracy {_fmt(row['accuracy'], '.4f')} "
+                       f"train {_fmt(row['train_seconds'], '.2f')} s budget {row['budget']} "
+                       f"{row['algorithms'] or ''}".rstrip())
+        else:
+            self._line(f"[{done}/{self.total}] trial {row['number']} {row['state']}: {row.get('error')}")
+
+    def message(self, text: str) -> None:
+        self._line(text)
+
+    def stop(self) -> None:
+        pass
+
+    def summary(self, trials: pd.DataFrame, space: SearchSpace) -> None:
+        from rich.console import Console
+
+        _print_summary(Console(file=self.stream, width=120, no_color=True, highlight=False), trials, space)
+
+
+def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> None:
+    c = _counts(trials)
+    console.print(f"done: {c.get('COMPLETE', 0)} completed, {c.get('FAIL', 0)} failed"
+                  + (f" ({int((trials['error'] == INTERRUPTED).sum())} interrupted)"
+                     if "error" in trials and (trials["error"] == INTERRUPTED).any() else ""))
+    front = front_table(trials, space)
+    if len(front):
+        console.print(render_front(front, space, f"Pareto front ({len(front)} trials)"))
+    line = headline(trials, space)
+    if line:
+        console.print(line)
+
+
+def make_ui(quiet: bool) -> SearchUI:
+    """The live display on a terminal; log lines with --quiet or when stdout is a file or a pipe."""
+    return LogUI() if quiet or not sys.stdout.isatty() else LiveUI()

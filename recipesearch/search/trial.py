@@ -1,0 +1,94 @@
+"""The Ray Tune trainable: train one recipe and report its result, or the reason it failed.
+
+The driver (``runner``) turns the sampled params into a validated recipe before the trial starts, so a
+trial receives a plain recipe dict and never needs the search space. The config is::
+
+    {"number": 7, "recipe": {...} | None, "error": None | "why the params make no recipe", "threads": 1}
+
+A trial never raises: divergence, out-of-memory and any other exception are reported as
+``{"error": "...", ...}`` and the runner records the trial FAIL with that text. Only a dead worker
+process (killed, segfault) reaches Tune as an error.
+
+Per-trial overhead: Tune reuses the actor between trials (``reuse_actors=True``), and this module's
+imports (torch, the trainer) plus ``load_data``'s per-process cache mean only the first trial on an
+actor pays for importing and decoding the dataset.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from recipesearch.errors import DivergenceError
+from recipesearch.recipe import recipe_from_dict
+from recipesearch.train.loop import fit
+
+# Every metric a trial reports; NaN when it failed (Tune wants the searcher's metrics in every result).
+METRICS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "epochs")
+
+
+def _failure(error: str) -> dict[str, Any]:
+    return {**{m: math.nan for m in METRICS}, "error": error}
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line a user can act on: divergence, out of memory, or the exception and where it came from."""
+    if isinstance(exc, DivergenceError):
+        return str(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    oom = isinstance(exc, MemoryError) or "out of memory" in text.lower()
+    if getattr(torch.cuda, "OutOfMemoryError", None) and isinstance(exc, torch.cuda.OutOfMemoryError):
+        oom = True
+    if oom:
+        return f"out of memory: {text or type(exc).__name__}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {text}{where}"
+
+
+def run_recipe(config: dict[str, Any]) -> dict[str, Any]:
+    """Train the trial's recipe; return the metrics to report (or a failure record).
+
+    ``wall_seconds`` (the whole call: validation, data, model, training, evaluation) next to
+    ``train_seconds`` shows the per-trial overhead.
+    """
+    start = time.perf_counter()
+    out = _run(config)
+    out["wall_seconds"] = time.perf_counter() - start
+    return out
+
+
+def _run(config: dict[str, Any]) -> dict[str, Any]:
+    if config.get("error"):
+        return _failure(config["error"])
+    threads = int(config.get("threads") or 1)
+    torch.set_num_threads(threads)  # its CPU share: parallel trials must not distort each other's time
+    try:
+        recipe = recipe_from_dict(config["recipe"], source=f"trial {config.get('number')}")
+        result = fit(recipe)
+    except Exception as exc:  # noqa: BLE001 - every failure is a result here, the search goes on
+        return _failure(describe_error(exc))
+    finally:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # a failed or finished trial must not keep memory from the next
+    metrics = {m: getattr(result, m) for m in METRICS}
+    metrics["val_accuracy"] = math.nan if result.val_accuracy is None else result.val_accuracy
+    if not (math.isfinite(result.accuracy) and math.isfinite(result.train_seconds)):
+        return {**metrics, "error": f"non-finite result: accuracy {result.accuracy}, "
+                                    f"train_seconds {result.train_seconds}"}
+    return {**metrics, "error": None, "steps": result.steps, "device": result.device,
+            "threads": result.threads, "warnings": "; ".join(result.warnings)}
+
+
+def trainable(config: dict[str, Any]) -> None:
+    """Ray Tune function trainable: one report per trial."""
+    import ray
+    from ray import tune
+
+    result = run_recipe(config)
+    result["node"] = ray.util.get_node_ip_address()  # where it ran: a cluster's nodes may differ in speed
+    tune.report(result)

@@ -1,0 +1,168 @@
+"""Search fixtures: tiny digits spaces (trials of ~0.2-0.6 s) and Ray isolated per test.
+
+Ray here always stays on loopback and in a temp dir of its own (``RAY_TMPDIR``), so a test can find and
+end exactly the Ray processes it started (``kill_ray_processes``) without touching anyone else's Ray.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A base recipe that trains one epoch of digits in ~0.3 s on one thread.
+TINY_BASE: dict[str, Any] = {
+    "model": {"name": "cnn", "width": 8},
+    "data": {"name": "digits"},
+    "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5.0e-4},
+    "schedule": {"name": "cosine", "warmup_epochs": 0.2},
+    "max_duration": 2,
+    "batch_size": 64,
+    "device": "cpu",
+}
+
+
+def tiny_space(**overrides: Any) -> dict[str, Any]:
+    """A small space: budgets 0.5 and 1 (1-2 epochs), LR 0.5x-2x, label smoothing on/off."""
+    space: dict[str, Any] = {
+        "name": "tiny",
+        "base": TINY_BASE,
+        "budgets": [0.5, 1],
+        "trials": 8,
+        "concurrency": 2,
+        "threads_per_trial": 1,
+        "resources": {"cpus": 1},
+        "sampler": {"name": "tpe", "seed": 0},
+        "hparams": {"optimizer.lr": {"scale": [0.5, 2]}},
+        "algorithms": {"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}},
+    }
+    space.update(overrides)
+    return space
+
+
+@pytest.fixture
+def make_space():
+    """``make_space(**overrides) -> SearchSpace`` of the tiny space, loaded from its YAML text."""
+    from recipesearch.space import loads_space
+
+    def make(**overrides: Any):
+        return loads_space(yaml.safe_dump(tiny_space(**overrides), sort_keys=False), source="tiny.yaml")
+
+    return make
+
+
+@pytest.fixture
+def write_space(tmp_path):
+    """``write_space(**overrides) -> Path`` of a tiny space YAML file."""
+
+    def write(name: str = "space.yaml", **overrides: Any) -> Path:
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(tiny_space(**overrides), sort_keys=False))
+        return path
+
+    return write
+
+
+def free_port(host: str = "127.0.0.2") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def ray_pids(marker: str) -> list[int]:
+    """PIDs of processes whose command line or environment mentions ``marker`` (our private RAY_TMPDIR).
+
+    The environment too: Ray's agents rename themselves (``ray::DashboardAgent``) but inherit RAY_TMPDIR.
+    """
+    needle = marker.encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            found = needle in (entry / "cmdline").read_bytes() or needle in (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if found:
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_ray_processes(marker: str, grace: float = 5.0) -> None:
+    """End (by pid) the Ray processes this test started: SIGTERM, then SIGKILL after ``grace``."""
+    pids = ray_pids(marker)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and ray_pids(marker):
+        time.sleep(0.2)
+    for pid in ray_pids(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and ray_pids(marker):
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def ray_env(monkeypatch):
+    """Environment for a test that starts Ray: auth off (loopback), a private temp dir, cleaned up after."""
+    import ray
+
+    tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must stay < 108 chars
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_TMPDIR", tmp)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    env = dict(os.environ)
+    yield env
+    if ray.is_initialized():
+        ray.shutdown()
+    kill_ray_processes(tmp)
+    subprocess.run(["rm", "-rf", tmp], check=False)
+
+
+def _run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 240,
+             **kwargs: Any) -> subprocess.CompletedProcess:
+    """``python -m recipesearch ARGS`` in a subprocess (how a user runs it)."""
+    return subprocess.run([sys.executable, "-m", "recipesearch", *args], cwd=REPO, env=env, timeout=timeout,
+                          capture_output=True, text=True, **kwargs)
+
+
+def _study(run_dir: Path, name: str = "tiny"):
+    import optuna
+
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{run_dir / 'study.db'}")
+
+
+@pytest.fixture
+def run_cli():
+    return _run_cli
+
+
+@pytest.fixture
+def load_run_study():
+    """``load_run_study(run_dir, name="tiny") -> optuna.Study`` (with optuna.load_study, as a user would)."""
+    return _study
+
+
+@pytest.fixture
+def ray_kit():
+    """Helpers for tests that manage Ray processes themselves: free_port, ray_pids, kill_ray_processes."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(free_port=free_port, ray_pids=ray_pids, kill_ray_processes=kill_ray_processes)
