@@ -1,0 +1,296 @@
+"""Recipe speedup: the baseline's accuracy/time tradeoff curve against the best recipes, side by side.
+
+MosaicML's methodology (Blalock et al., "Composer"; MosaicML "Methodology" post): train the baseline at
+several budgets to get its tradeoff curve, then a recipe's speedup is the time the baseline needs to reach
+the recipe's accuracy divided by the recipe's time (``recipesearch.analysis``: ``baseline_envelope``,
+``speedup_at_matched_accuracy``, ``accuracy_at_matched_time``, ``best_speedup_at_baseline_accuracy``).
+
+Method
+1) Candidates: the Pareto-front recipes (non-baseline, up to ``MAX_CANDIDATES`` spread from fastest to
+   most accurate) of the newest search run dir on the same dataset (``runs/**/trials.csv``; the
+   benchmarks' own searches under ``runs/bench-*`` only when there is no other); when there is none, the
+   hand-composed Mild/Medium/Hot-style set below (``HAND_RECIPES``).
+2) Every arm (baseline at each budget, each candidate) is trained with each seed, arms in rotated order
+   per seed, one at a time with 2 threads: the same conditions for all (the search's own timings, made
+   at 1 thread x 2 concurrent trials, are not reused).
+3) Per seed s: speedup of each candidate's seed-s run against the seed-s baseline curve. Summary: median
+   [min–max] over seeds; plus the same computed on per-arm medians.
+Full: Fashion-MNIST/cnn (recipes/fashion_mnist_baseline.yaml), budgets 0.25/0.5/1, 3 seeds (about an
+hour on 2 idle cores). --quick: digits/resnet8 (recipes/digits_baseline.yaml), budgets 0.25/0.5/1/2, 2 seeds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import ROOT, environment, fmt, fmt_summary, goal_text, load_now, md_table, save_figure, summarize
+
+NAME = "recipe_speedup"
+TITLE = "Recipe speedup: baseline tradeoff curve vs the best recipes found"
+GOAL_SPEEDUP = 2.0
+MAX_CANDIDATES = 3
+THREADS = 2
+
+SETTINGS = {
+    "full": {"dataset": "fashion_mnist", "base": ROOT / "recipes" / "fashion_mnist_baseline.yaml",
+             "budgets": [0.25, 0.5, 1.0], "seeds": 3},
+    "quick": {"dataset": "digits", "base": ROOT / "recipes" / "digits_baseline.yaml",
+              "budgets": [0.25, 0.5, 1.0, 2.0], "seeds": 2},
+}
+
+# Used only when no search run dir exists for the dataset. In the spirit of Composer's Mild/Medium/Hot
+# ResNet recipes (more methods and a longer budget as you go), restricted to methods that pay on a CPU:
+# channels_last and progressive resizing cut time per image (see the per-algorithm cost table), label
+# smoothing / EMA / MixUp / SAM buy accuracy per epoch.
+HAND_RECIPES = {
+    "mild": {"budget": 0.5, "algorithms": {"channels_last": {}, "label_smoothing": {"smoothing": 0.1}}},
+    "medium": {"budget": 0.5, "algorithms": {"channels_last": {}, "label_smoothing": {"smoothing": 0.1},
+                                             "progressive_resizing": {}, "ema": {}}},
+    "hot": {"budget": 1.0, "algorithms": {"channels_last": {}, "progressive_resizing": {}, "ema": {},
+                                          "mixup": {"alpha": 0.2}, "sam": {"interval": 5}}},
+}
+
+
+def find_search_candidates(dataset: str) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+    """Front recipes (label, recipe dict) of the newest search run on ``dataset``, and that run dir."""
+    import pandas as pd
+
+    from recipesearch.analysis import pareto_mask
+
+    best: tuple[tuple[bool, float], Path, Any] | None = None
+    for csv in (ROOT / "runs").glob("**/trials.csv"):
+        try:
+            df = pd.read_csv(csv)
+        except Exception:  # noqa: BLE001 - a half-written file of a running search
+            continue
+        ok = df[(df.get("state") == "COMPLETE")] if "state" in df else df.iloc[0:0]
+        if ok.empty or "recipe_json" not in ok:
+            continue
+        if json.loads(ok.iloc[0]["recipe_json"]).get("data", {}).get("name") != dataset:
+            continue
+        # a user's own search first (the benchmarks' searches under runs/bench-* only when there is none),
+        # then the newest
+        key = (not str(csv.relative_to(ROOT)).startswith("runs/bench-"), csv.stat().st_mtime)
+        if best is None or key > best[0]:
+            best = (key, csv, ok)
+    if best is None:
+        return [], None
+    _, csv, ok = best
+    ok = ok[~ok["is_baseline"].astype(bool)] if "is_baseline" in ok else ok
+    front = ok[pareto_mask(ok[["accuracy", "train_seconds"]].to_numpy(float), ["maximize", "minimize"])]
+    front = front.sort_values("train_seconds")
+    if front.empty:
+        return [], str(csv.parent.relative_to(ROOT))
+    pick = sorted({int(round(i)) for i in np.linspace(0, len(front) - 1, min(MAX_CANDIDATES, len(front)))})
+    out = []
+    for i in pick:
+        row = front.iloc[i]
+        label = f"trial {int(row['number'])}: " + (row["algorithms"] if isinstance(row["algorithms"], str) and row["algorithms"] else "no algorithms") + f" @ budget {row['budget']:g}"
+        out.append((label, json.loads(row["recipe_json"])))
+    return out, str(csv.parent.relative_to(ROOT))
+
+
+def hand_candidates(base: Any) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for name, spec in HAND_RECIPES.items():
+        data = base.to_dict()
+        data.update(name=name, budget=spec["budget"], algorithms=spec["algorithms"])
+        label = f"{name}: {'+'.join(sorted(spec['algorithms']))} @ budget {spec['budget']:g}"
+        out.append((label, data))
+    return out
+
+
+def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> dict[str, Any]:
+    import torch
+
+    from recipesearch.recipe import load_recipe, recipe_from_dict
+    from recipesearch.train.loop import fit
+
+    torch.set_num_threads(THREADS)
+    cfg = SETTINGS["quick" if quick else "full"]
+    n_seeds = seeds or cfg["seeds"]
+    env = environment()
+    base = load_recipe(cfg["base"])
+    cands, run_dir = ([], None) if hand else find_search_candidates(cfg["dataset"])
+    source = f"Pareto front of the search run `{run_dir}`" if cands else "hand-composed Mild/Medium/Hot-style set"
+    if not cands:
+        cands = hand_candidates(base)
+    arms: dict[str, dict[str, Any]] = {}
+    for b in cfg["budgets"]:
+        data = base.to_dict()
+        data["budget"] = b
+        arms[f"baseline @ budget {b:g}"] = data
+    for label, data in cands:
+        arms[label] = data
+    labels = list(arms)
+    print(f"[{NAME}] {cfg['dataset']}: {len(labels)} arms x {n_seeds} seeds; candidates: {source}", flush=True)
+    runs = []
+    for s in range(n_seeds):
+        order = labels[s % len(labels):] + labels[:s % len(labels)]
+        for label in order:
+            data = {**arms[label], "seed": s, "threads": THREADS, "device": "cpu"}
+            rec: dict[str, Any] = {"seed": s, "arm": label, "baseline": label.startswith("baseline"),
+                                   "budget": data.get("budget", 1.0), "load": load_now()}
+            try:
+                res = fit(recipe_from_dict(data, source=f"bench:{NAME}"))
+                rec.update(accuracy=res.accuracy, train_seconds=res.train_seconds, throughput=res.throughput)
+            except Exception as exc:  # noqa: BLE001
+                rec.update(accuracy=math.nan, train_seconds=math.nan, error=f"{type(exc).__name__}: {exc}"[:300])
+            runs.append(rec)
+            print(f"  seed {s} {label}: acc {rec['accuracy']:.4f} in {rec['train_seconds']:.1f} s", flush=True)
+    return {"name": NAME, "quick": quick, "dataset": cfg["dataset"], "base_recipe": str(cfg["base"].relative_to(ROOT)),
+            "budgets": cfg["budgets"], "seeds": n_seeds, "threads": THREADS, "candidate_source": source,
+            "candidates": {label: arms[label] for label, _ in cands}, "environment": env, "runs": runs,
+            "analysis": analyse(runs, [c for c, _ in cands], n_seeds),
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+
+def analyse(runs: list[dict[str, Any]], cand_labels: list[str], n_seeds: int) -> dict[str, Any]:
+    from recipesearch.analysis import (
+        accuracy_at_matched_time, best_speedup_at_baseline_accuracy, speedup_at_matched_accuracy,
+    )
+
+    def arm_runs(label: str, seed: int | None = None) -> list[dict[str, Any]]:
+        return [r for r in runs if r["arm"] == label and (seed is None or r["seed"] == seed)]
+
+    base_labels = sorted({r["arm"] for r in runs if r["baseline"]}, key=lambda a: float(a.split()[-1]))
+    per_seed: dict[str, list[dict[str, float]]] = {c: [] for c in cand_labels}
+    headline_seed = []
+    for s in range(n_seeds):
+        bt = [r["train_seconds"] for b in base_labels for r in arm_runs(b, s)]
+        ba = [r["accuracy"] for b in base_labels for r in arm_runs(b, s)]
+        ct, ca = [], []
+        for c in cand_labels:
+            for r in arm_runs(c, s):
+                sp = speedup_at_matched_accuracy(r["train_seconds"], r["accuracy"], bt, ba)
+                ga = accuracy_at_matched_time(r["train_seconds"], r["accuracy"], bt, ba)
+                per_seed[c].append({"seed": s, "speedup": sp.speedup, "status": sp.status, "gain": ga.gain,
+                                    "gain_status": ga.status})
+                ct.append(r["train_seconds"])
+                ca.append(r["accuracy"])
+        h = best_speedup_at_baseline_accuracy(ct, ca, bt, ba)
+        headline_seed.append(h.speedup)
+    # on medians over seeds
+    med = {a: {"accuracy": float(np.nanmedian([r["accuracy"] for r in arm_runs(a)])),
+               "train_seconds": float(np.nanmedian([r["train_seconds"] for r in arm_runs(a)])),
+               "accuracy_s": summarize(r["accuracy"] for r in arm_runs(a)),
+               "train_seconds_s": summarize(r["train_seconds"] for r in arm_runs(a))}
+           for a in base_labels + cand_labels}
+    bt = [med[b]["train_seconds"] for b in base_labels]
+    ba = [med[b]["accuracy"] for b in base_labels]
+    rows = {}
+    for c in cand_labels:
+        sp = speedup_at_matched_accuracy(med[c]["train_seconds"], med[c]["accuracy"], bt, ba)
+        ga = accuracy_at_matched_time(med[c]["train_seconds"], med[c]["accuracy"], bt, ba)
+        rows[c] = {"speedup_on_medians": sp.speedup, "status_on_medians": sp.status, "gain_on_medians": ga.gain,
+                   "gain_status_on_medians": ga.status,
+                   "speedup_per_seed": summarize(x["speedup"] for x in per_seed[c]),
+                   "gain_per_seed": summarize(x["gain"] for x in per_seed[c]),
+                   "statuses": sorted({x["status"] for x in per_seed[c]}), "per_seed": per_seed[c]}
+    head = best_speedup_at_baseline_accuracy([med[c]["train_seconds"] for c in cand_labels],
+                                             [med[c]["accuracy"] for c in cand_labels], bt, ba)
+    best_sp = max((r["speedup_on_medians"] for r in rows.values() if math.isfinite(r["speedup_on_medians"])),
+                  default=math.nan)
+    return {"baseline_arms": base_labels, "medians": med, "rows": rows,
+            "headline": {"target_accuracy": head.target_accuracy, "baseline_time": head.baseline_time,
+                         "recipe": cand_labels[head.index] if head.index is not None else None,
+                         "recipe_time": head.recipe_time, "recipe_accuracy": head.recipe_accuracy,
+                         "speedup": head.speedup, "per_seed": summarize(headline_seed)},
+            "best_speedup_on_medians": best_sp,
+            "goal_met": bool(math.isfinite(best_sp) and best_sp >= GOAL_SPEEDUP)}
+
+
+def plot(result: dict[str, Any]) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from recipesearch.analysis import baseline_envelope
+
+    a = result["analysis"]
+    runs = result["runs"]
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    base = [r for r in runs if r["baseline"]]
+    ax.scatter([r["train_seconds"] for r in base], [r["accuracy"] for r in base], s=12, color="gray", alpha=0.6,
+               label="baseline runs (each seed)")
+    env = baseline_envelope([a["medians"][b]["train_seconds"] for b in a["baseline_arms"]],
+                            [a["medians"][b]["accuracy"] for b in a["baseline_arms"]])
+    ax.plot(env.times, env.accuracies, "k-", lw=1.2, label="baseline envelope (medians)")
+    for c in a["rows"]:
+        pts = [r for r in runs if r["arm"] == c]
+        (sc,) = ax.plot([r["train_seconds"] for r in pts], [r["accuracy"] for r in pts], "o", ms=4, alpha=0.5)
+        m = a["medians"][c]
+        ax.plot([m["train_seconds"]], [m["accuracy"]], "*", ms=12, color=sc.get_color(), label=c[:60])
+    ax.set_xscale("log")
+    ax.set_xlabel("train_seconds (log)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title(f"{result['dataset']}: baseline curve vs recipes ({result['seeds']} seeds, {result['threads']} threads)",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, NAME)
+
+
+def render(result: dict[str, Any]) -> str:
+    a = result["analysis"]
+    brows = [[b, fmt_summary(a["medians"][b]["train_seconds_s"], ".1f", "range"),
+              fmt_summary(a["medians"][b]["accuracy_s"], ".4f", "range")] for b in a["baseline_arms"]]
+    crows = []
+    for c, r in a["rows"].items():
+        m = a["medians"][c]
+        crows.append([c, fmt_summary(m["train_seconds_s"], ".1f", "range"), fmt_summary(m["accuracy_s"], ".4f", "range"),
+                      f"{fmt(r['speedup_on_medians'], '.2f')} ({r['status_on_medians']})",
+                      fmt_summary(r["speedup_per_seed"], ".2f", "range"),
+                      f"{fmt(r['gain_on_medians'] * 100, '+.2f')} pp ({r['gain_status_on_medians']})",
+                      fmt_summary({k: (v * 100 if k != "n" else v) for k, v in r["gain_per_seed"].items()}, "+.2f", "range")])
+    h = a["headline"]
+    head = ("no candidate reached the baseline's final accuracy" if h["recipe"] is None else
+            f"fastest recipe reaching the longest baseline's accuracy ({h['target_accuracy']:.4f}): {h['recipe']}, "
+            f"{h['recipe_time']:.1f} s vs the baseline's {h['baseline_time']:.1f} s → **{h['speedup']:.2f}x** "
+            f"(per seed: {fmt_summary(h['per_seed'], '.2f', 'range')})")
+    img = plot(result)
+    parts = [
+        f"**What**: on {result['dataset']}, the base recipe `{result['base_recipe']}` at budgets "
+        f"{', '.join(f'{b:g}' for b in result['budgets'])} (its tradeoff curve) against the "
+        f"{result['candidate_source']}, retrained side by side: speedup at the baseline's accuracy and "
+        "accuracy gained at the baseline's time (`recipesearch.analysis`: baseline_envelope, "
+        "speedup_at_matched_accuracy, accuracy_at_matched_time; accuracy interpolated linearly in log time; "
+        "`below_baseline` speedups are conservative, `beyond_baseline` ones are not extrapolated).",
+        f"**How**: {result['seeds']} seeds per arm, arms in rotated order per seed, one run at a time with "
+        f"{result['threads']} threads{' (--quick: digits instead of Fashion-MNIST)' if result['quick'] else ''}. "
+        "Speedups per seed use that seed's baseline curve; 'on medians' uses per-arm medians.",
+        f"**Goal**: speedup ≥ {GOAL_SPEEDUP:g}x at the baseline's accuracy (best candidate, on medians): "
+        f"{goal_text(a['goal_met'])} (best {fmt(a['best_speedup_on_medians'], '.2f')}x). Headline: {head}.",
+        "",
+        md_table(["baseline", "train s", "accuracy"], brows),
+        "",
+        md_table(["recipe", "train s", "accuracy", "speedup on medians (status)", "speedup per seed",
+                  "accuracy gain at matched time on medians", "gain per seed (pp)"], crows),
+    ]
+    if img:
+        parts += ["", f"![tradeoff curve]({img})"]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--seeds", type=int)
+    p.add_argument("--hand", action="store_true", help="use the hand-composed set even if a search run exists")
+    a = p.parse_args(argv)
+    from bench.common import save_result
+
+    res = run(a.quick, a.seeds, a.hand)
+    save_result(NAME, res)
+    print(render(res))
+
+
+if __name__ == "__main__":
+    main()

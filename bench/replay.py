@@ -1,0 +1,360 @@
+"""Replay mode: run a sampler against a recorded table of trained recipes instead of training them.
+
+A search costs hours when every trial trains; comparing samplers needs many seeds. As in tabular HPO
+benchmarks (NAS-Bench-201, HPOBench: Eggensperger et al. 2021), we train once, record every trial's
+outcome, and let each sampler search the *table*: a trial's result is looked up, so a 26-trial search takes
+a second and 10+ seeds per sampler are cheap.
+
+Method
+1) The replay space is a real ``SearchSpace`` whose parameters are all discrete (budgets as listed,
+   algorithm switches, ``grid``/``choices`` hyperparameters) — see ``grid_space`` — so every point a
+   sampler can propose is one of finitely many recipes, and the table can hold all of them (``record_grid``
+   trains the whole grid). Lookups key on ``recipesearch.space.params_key`` (the canonical params string).
+2) ``run_study`` is the search loop without Ray: the space's own sampler (``make_sampler``: TPE, NSGA-II,
+   GP, random, each seeded) or the ``sweep`` strategy, the base recipe enqueued first at every budget (as
+   the runner does), then ask → ``space.suggest`` → objective → tell, ``concurrency`` trials asked before
+   their results are told (Ray runs that many at once). The objective is any function of the params:
+   a table lookup (``TableObjective``) or, when recording, a real or synthetic training.
+3) Tables that were not recorded on the grid (a real search with continuous parameters) can still be
+   replayed with ``miss="nearest"``: a proposal absent from the table gets the result of the nearest
+   recorded trial (mismatched switches/choices count 1 each, numbers by their distance in log space over
+   the parameter's range); the hit rate is reported, because such a replay is a surrogate, not exact.
+
+With the same table, sampler and seed, ``run_study`` is deterministic: replaying a recorded search
+reproduces its trials exactly (``tests/bench/test_replay.py``).
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Outcome = tuple[float, float]  # (accuracy, train_seconds)
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    number: int
+    params: dict[str, Any]
+    accuracy: float
+    train_seconds: float
+    state: str = "COMPLETE"
+    hit: bool = True  # the outcome was found in the table exactly (always True when not replaying)
+
+    def to_row(self) -> dict[str, Any]:
+        row = {"number": self.number, "state": self.state, "accuracy": self.accuracy,
+               "train_seconds": self.train_seconds, "hit": self.hit}
+        row.update({f"params_{k}": v for k, v in self.params.items()})
+        return row
+
+
+# 1) the table ------------------------------------------------------------------------------------------
+
+
+class Table:
+    """Recorded outcomes by canonical params key; ``extra`` keeps whatever else was recorded per row."""
+
+    def __init__(self, rows: Iterable[tuple[dict[str, Any], float, float]]):
+        from recipesearch.space import params_key
+
+        self.params: list[dict[str, Any]] = []
+        self.outcomes: list[Outcome] = []
+        self._index: dict[str, int] = {}
+        for params, acc, secs in rows:
+            key = params_key(params)
+            if key in self._index:  # a recipe recorded twice (two seeds, two runs): keep the first
+                continue
+            self._index[key] = len(self.params)
+            self.params.append(dict(params))
+            self.outcomes.append((float(acc), float(secs)))
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    def get(self, params: dict[str, Any]) -> Outcome | None:
+        from recipesearch.space import params_key
+
+        i = self._index.get(params_key(params))
+        return None if i is None else self.outcomes[i]
+
+    def points(self) -> np.ndarray:
+        return np.asarray(self.outcomes, dtype=float).reshape(-1, 2)
+
+    @classmethod
+    def from_trials(cls, df: Any, space: Any) -> Table:
+        """From a trials table in the trials.csv contract (``params_<name>`` columns, COMPLETE rows)."""
+        names = space.param_names()
+        rows = []
+        for _, r in df[df["state"] == "COMPLETE"].iterrows():
+            params = {}
+            for n in names:
+                v = r.get(f"params_{n}")
+                if v is None or (isinstance(v, float) and math.isnan(v)):
+                    continue
+                params[n] = _typed(v)
+            rows.append((params, float(r["accuracy"]), float(r["train_seconds"])))
+        return cls(rows)
+
+    @classmethod
+    def read_csv(cls, path: str | Path, space: Any) -> Table:
+        import pandas as pd
+
+        return cls.from_trials(pd.read_csv(path), space)
+
+
+def _typed(v: Any) -> Any:
+    """CSV cells back to params values: 'True'/'False' to bool, numpy scalars to Python."""
+    if isinstance(v, str):
+        if v in ("True", "False"):
+            return v == "True"
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    if isinstance(v, (np.bool_,)):
+        return bool(v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    return v
+
+
+def write_table(records: Iterable[TrialRecord], path: str | Path, extra: dict[int, dict[str, Any]] | None = None) -> None:
+    """A recorded search as CSV in the trials.csv layout (number, state, accuracy, train_seconds, params_*)."""
+    import pandas as pd
+
+    rows = []
+    for rec in records:
+        row = rec.to_row()
+        row.update((extra or {}).get(rec.number, {}))
+        rows.append(row)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+# 2) objectives ------------------------------------------------------------------------------------------
+
+
+class TableObjective:
+    """Looks a proposal up in a ``Table``; ``miss``: "fail" (trial FAIL) or "nearest" (see module doc)."""
+
+    def __init__(self, table: Table, space: Any, miss: str = "fail"):
+        if miss not in ("fail", "nearest"):
+            raise ValueError(f"miss must be 'fail' or 'nearest', got {miss!r}")
+        self.table, self.space, self.miss = table, space, miss
+        self.hits = self.misses = 0
+
+    def __call__(self, params: dict[str, Any]) -> tuple[Outcome | None, bool]:
+        found = self.table.get(params)
+        if found is not None:
+            self.hits += 1
+            return found, True
+        self.misses += 1
+        if self.miss == "fail" or len(self.table) == 0:
+            return None, False
+        return self.table.outcomes[self._nearest(params)], False
+
+    def _nearest(self, params: dict[str, Any]) -> int:
+        specs = {p.name: p for p in self.space.params}
+        best, best_d = 0, math.inf
+        for i, other in enumerate(self.table.params):  # first of equally near rows: deterministic
+            d = 0.0
+            for k in set(params) | set(other):
+                a, b = params.get(k), other.get(k)
+                if a is None or b is None or isinstance(a, (bool, str)) or isinstance(b, (bool, str)):
+                    d += float(a != b)
+                else:
+                    d += _numeric_distance(float(a), float(b), specs.get(k))
+            if d < best_d:
+                best, best_d = i, d
+        return best
+
+
+def _numeric_distance(a: float, b: float, spec: Any) -> float:
+    lo = getattr(spec, "low", None) if spec is not None else None
+    hi = getattr(spec, "high", None) if spec is not None else None
+    if a > 0 and b > 0:
+        a, b = math.log(a), math.log(b)
+        if lo and hi and lo > 0 and hi > lo:
+            return min(1.0, abs(a - b) / (math.log(hi) - math.log(lo)))
+    elif lo is not None and hi is not None and hi > lo:
+        return min(1.0, abs(a - b) / (hi - lo))
+    return min(1.0, abs(a - b))
+
+
+# 3) the search loop without Ray -------------------------------------------------------------------------
+
+
+def with_sampler(space: Any, name: str, seed: int, options: dict[str, Any] | None = None) -> Any:
+    """A copy of ``space`` whose sampler is ``name`` seeded with ``seed`` (same params, same recipes)."""
+    import copy
+
+    from recipesearch.space import SamplerSpec
+
+    new = copy.copy(space)
+    new.sampler = SamplerSpec(name=name, seed=seed, options=dict(options or {}))
+    return new
+
+
+def run_study(
+    space: Any,
+    objective: Callable[[dict[str, Any]], tuple[Outcome | None, bool]],
+    n_trials: int,
+    concurrency: int = 1,
+) -> list[TrialRecord]:
+    """The runner's ask/tell loop over ``objective`` (no Ray): baselines first, then the space's sampler.
+
+    ``objective(params) -> ((accuracy, train_seconds) | None, hit)``; None fails the trial. Trials are
+    asked ``concurrency`` at a time and told in order. A sweep ends when it has nothing left to propose.
+    """
+    import warnings
+
+    import optuna
+    from optuna.trial import TrialState
+
+    from recipesearch.search.samplers import CONSTRAINTS_ATTR, SweepStrategy, is_sweep, make_sampler
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        study = optuna.create_study(directions=list(space.directions), sampler=make_sampler(space))
+        for params in space.baselines():
+            study.enqueue_trial(params, user_attrs={"is_baseline": True})
+        strategy = SweepStrategy(space) if is_sweep(space) else None
+        records: list[TrialRecord] = []
+        history: list[dict[str, Any]] = []
+        while len(records) < n_trials:
+            n_ask = min(concurrency, n_trials - len(records))
+            if strategy is not None:
+                # as the runner: propose only when nothing is queued, and run only what was proposed
+                waiting = sum(t.state == TrialState.WAITING for t in study.get_trials(deepcopy=False))
+                if waiting == 0:
+                    batch = strategy.propose(history)[: n_trials - len(records)]
+                    if not batch:
+                        break
+                    for params in batch:
+                        study.enqueue_trial(params)
+                    waiting = len(batch)
+                n_ask = min(n_ask, waiting)
+            asked = []
+            for _ in range(n_ask):
+                trial = study.ask()
+                asked.append((trial, space.suggest(trial)))
+            for trial, params in asked:
+                outcome, hit = objective(params)
+                number = len(records)
+                if outcome is None or not all(math.isfinite(v) for v in outcome):
+                    study.tell(trial, state=TrialState.FAIL)
+                    rec = TrialRecord(number, params, math.nan, math.nan, "FAIL", hit)
+                else:
+                    acc, secs = outcome
+                    if space.constraints:
+                        trial.set_user_attr(CONSTRAINTS_ATTR, space.constraints_values(acc, secs))
+                    trial.set_user_attr("accuracy", acc)
+                    trial.set_user_attr("train_seconds", secs)
+                    study.tell(trial, space.objective_values(acc, secs))
+                    rec = TrialRecord(number, params, acc, secs, "COMPLETE", hit)
+                records.append(rec)
+                history.append({"params": params, "state": rec.state,
+                                "accuracy": rec.accuracy if rec.state == "COMPLETE" else None,
+                                "train_seconds": rec.train_seconds if rec.state == "COMPLETE" else None})
+    return records
+
+
+def replay(space: Any, table: Table, sampler: str, seed: int, n_trials: int, concurrency: int = 1,
+           miss: str = "fail", options: dict[str, Any] | None = None) -> tuple[list[TrialRecord], float]:
+    """Run ``sampler`` (seeded) against ``table``; returns the trials and the exact-hit rate."""
+    objective = TableObjective(table, space, miss)
+    records = run_study(with_sampler(space, sampler, seed, options), objective, n_trials, concurrency)
+    total = objective.hits + objective.misses
+    return records, (objective.hits / total if total else math.nan)
+
+
+# 4) a discrete space and its full table ----------------------------------------------------------------
+
+
+def grid_space(base: str | Path | dict[str, Any], budgets: list[float], algorithms: list[str],
+               name: str = "replay-grid", trials: int = 26, concurrency: int = 2, threads: int = 1,
+               hparams: dict[str, Any] | None = None, sampler: dict[str, Any] | None = None) -> Any:
+    """A ``SearchSpace`` with only discrete parameters: budgets x algorithm switches (defaults) x grids."""
+    from recipesearch.space import space_from_dict
+
+    return space_from_dict({
+        "name": name, "base": str(base) if isinstance(base, Path) else base, "budgets": budgets,
+        "objectives": ["accuracy", "train_seconds"], "metric_split": "test",
+        "sampler": sampler or {"name": "tpe", "seed": 0}, "trials": trials, "concurrency": concurrency,
+        "resources": {"cpus": 1, "gpus": 0}, "threads_per_trial": threads, "seed": 0,
+        "hparams": hparams or {}, "algorithms": {a: {} for a in algorithms},
+    }, source="bench:replay-grid")
+
+
+def enumerate_space(space: Any) -> list[dict[str, Any]]:
+    """Every params dict a discrete space can produce (define-by-run walked over all choices)."""
+    from recipesearch.space import params_key
+
+    out: dict[str, dict[str, Any]] = {}
+
+    def walk(fixed: dict[str, Any]) -> None:
+        probe = _Probe(fixed)
+        try:
+            params = space.suggest(probe)
+        except _Branch as br:
+            for choice in br.choices:
+                walk({**fixed, br.name: choice})
+            return
+        out.setdefault(params_key(params), params)
+
+    walk({})
+    return list(out.values())
+
+
+class _Branch(Exception):
+    def __init__(self, name: str, choices: list[Any]):
+        self.name, self.choices = name, choices
+
+
+class _Probe:
+    """A stand-in trial that raises at the first categorical it has no fixed value for."""
+
+    def __init__(self, fixed: dict[str, Any]):
+        self.fixed = fixed
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        if name in self.fixed:
+            return self.fixed[name]
+        raise _Branch(name, list(choices))
+
+    def suggest_float(self, name: str, *a: Any, **k: Any) -> Any:
+        raise TypeError(f"{name} is continuous: a replay grid needs discrete parameters (grid/choices)")
+
+    suggest_int = suggest_float
+
+
+def hv_curves(runs: list[list[TrialRecord]], reference: np.ndarray,
+              directions: tuple[str, ...] = ("maximize", "minimize")) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(cumulative train seconds, hypervolume) per run, with a shared reference point."""
+    from recipesearch.analysis import hypervolume_vs_compute
+
+    out = []
+    for recs in runs:
+        pts = np.array([[r.accuracy, r.train_seconds] for r in recs], dtype=float).reshape(-1, 2)
+        c = hypervolume_vs_compute(pts, pts[:, 1], list(directions), reference)
+        out.append((c.cumulative_seconds, c.hypervolume))
+    return out
+
+
+def time_to_reach(curve: tuple[np.ndarray, np.ndarray], target: float) -> float:
+    """Cumulative train seconds when the hypervolume first reaches ``target`` (inf when never)."""
+    secs, hv = curve
+    idx = np.nonzero(hv >= target * (1 - 1e-12))[0]
+    return float(secs[idx[0]]) if len(idx) else math.inf
+
+
+def records_json(records: list[TrialRecord]) -> list[dict[str, Any]]:
+    return [json.loads(json.dumps(asdict(r), default=str)) for r in records]

@@ -1,0 +1,101 @@
+"""Files a user takes away from a run: ``pareto.csv`` and one replayable ``recipes/<id>.yaml`` per frontier point.
+
+Recipe files are full recipes (validated with ``recipe_from_dict``, written with ``dump_recipe``) whose
+leading comments record where they came from, so ``recipesearch train recipes/<id>.yaml`` replays one
+as is. ``export_recipes`` backs ``recipesearch export RUN_DIR --to DIR``.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from recipesearch.errors import UserError
+from recipesearch.report import _atomic
+from recipesearch.report.info import RECIPE_MARKER, FrontRecipe, ReportInfo
+
+# Leading columns of pareto.csv; the sampled parameters (params_*) follow.
+PARETO_COLUMNS = [
+    "number", "accuracy", "train_seconds", "cost", "budget", "algorithms", "speedup", "speedup_status",
+    "baseline_seconds", "accuracy_gain", "is_baseline", "recipe_id", "recipe_file", "epochs",
+    "throughput", "data_wait_fraction", "val_accuracy", "seed",
+]  # fmt: skip
+
+
+def pareto_frame(info: ReportInfo) -> pd.DataFrame:
+    """The frontier rows (fastest first) with the columns of pareto.csv."""
+    cols = PARETO_COLUMNS + list(info.param_columns)
+    return info.front.reindex(columns=cols)
+
+
+def pareto_csv_text(info: ReportInfo) -> str:
+    buf = io.StringIO()
+    pareto_frame(info).to_csv(buf, index=False)
+    return buf.getvalue()
+
+
+def write_pareto_csv(info: ReportInfo, run_dir: str | Path) -> Path:
+    return _atomic.write_text(Path(run_dir) / "pareto.csv", pareto_csv_text(info))
+
+
+def unique_recipes(info: ReportInfo) -> list[FrontRecipe]:
+    """One recipe per recipe id (two frontier trials of the same recipe share a file; the fastest names it)."""
+    seen, out = set(), []
+    for r in info.recipes:
+        if r.yaml_text is not None and r.recipe_id not in seen:
+            seen.add(r.recipe_id)
+            out.append(r)
+    return out
+
+
+def _ours(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline().startswith(f"# {RECIPE_MARKER}")
+    except OSError:
+        return False
+
+
+def write_recipes(info: ReportInfo, run_dir: str | Path) -> list[Path]:
+    """Write recipes/<id>.yaml for the frontier and remove the ones that fell off it (only files we wrote)."""
+    folder = Path(run_dir) / "recipes"
+    recipes = unique_recipes(info)
+    written = []
+    for r in recipes:
+        path = folder / f"{r.recipe_id}.yaml"
+        if not path.is_file() or path.read_text(errors="replace") != r.yaml_text:
+            _atomic.write_text(path, r.yaml_text)
+        written.append(path)
+    if folder.is_dir():
+        keep = {p.name for p in written}
+        for stale in folder.glob("*.yaml"):
+            if stale.name not in keep and _ours(stale):
+                stale.unlink(missing_ok=True)
+    return written
+
+
+def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False) -> list[Path]:
+    """Copy the frontier recipes of a run to ``to_dir``; existing different files need ``force``.
+
+    Nothing is written when any target conflicts, so a refused export leaves ``to_dir`` as it was.
+    """
+    from recipesearch.report.info import build_info, load_run
+
+    info = build_info(*load_run(run_dir), run_dir=run_dir)
+    recipes = unique_recipes(info)
+    if not recipes:
+        why = "no completed trials" if info.completed.empty else "no frontier trial has a replayable recipe_json"
+        raise UserError(f"{run_dir}: {why}; nothing to export")
+    to_dir = Path(to_dir)
+    if to_dir.exists() and not to_dir.is_dir():
+        raise UserError(f"--to: {to_dir} exists and is not a directory")
+    targets = [(to_dir / f"{r.recipe_id}.yaml", r.yaml_text) for r in recipes]
+    conflicts = [p for p, text in targets if p.exists() and (not p.is_file() or p.read_text(errors="replace") != text)]
+    if conflicts and not force:
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        raise UserError(f"--to: {conflicts[0]} exists with different content{more}; pass --force to overwrite")
+    for path, text in targets:
+        if not (path.is_file() and path.read_text(errors="replace") == text):
+            _atomic.write_text(path, text)
+    return [p for p, _ in targets]

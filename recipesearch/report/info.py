@@ -1,0 +1,460 @@
+"""``ReportInfo``: everything the report shows, computed once from a run directory.
+
+"Compute once, render many" (Optuna's plot ``_get_*_info`` habit): ``build_info`` turns trials.csv,
+run.json and space.yaml into one immutable object; the CSV/YAML export, the plots and the HTML page only
+read it, so every number is computed (and tested) in one place without drawing anything.
+
+Definitions used throughout the report:
+- *completed*: state COMPLETE with a finite accuracy and a finite, positive ``train_seconds``.
+- *frontier*: completed trials no other completed trial dominates on (max accuracy, min train_seconds),
+  plus min cost when every completed trial has a cost. Per-budget fronts use the same objectives.
+- *baseline curve*: the completed ``is_baseline`` trials (the base recipe at each budget), by time.
+- *speedup at matched accuracy* (MosaicML's methodology): time the baseline needs to reach a trial's
+  accuracy, interpolated along the baseline curve in log time, / the trial's time
+  (``recipesearch.analysis.speedup`` documents the statuses).
+- *headline*: the fastest non-baseline trial reaching the accuracy of the longest baseline run, its
+  speedup, and the best accuracy any non-baseline trial reaches within the baseline's time.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from recipesearch.analysis import (
+    TradeoffCurve,
+    accuracy_gains_at_matched_time,
+    algorithm_effects,
+    baseline_envelope,
+    best_speedup_at_baseline_accuracy,
+    hypervolume,
+    hypervolume_vs_compute,
+    pairwise_interactions,
+    pareto_mask,
+    pareto_mask_by_group,
+    reference_point,
+    regime_recipes,
+    speedups_at_matched_accuracy,
+)
+from recipesearch.errors import UserError
+
+ACC, TIME, COST = "accuracy", "train_seconds", "cost"
+RECIPE_MARKER = "recipesearch frontier recipe"  # first comment line of every exported recipe
+MAX_CURVE_GROUPS = 5  # recipes drawn in the accuracy-vs-time-across-budgets plot
+
+_NUMERIC = ("budget", "epochs", ACC, "val_accuracy", "loss", TIME, "throughput", "data_wait_fraction", COST, "seed")
+_TEXT = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete")
+# run.json keys that say when the search started / ended: started without an end means "in progress".
+_START_KEYS = ("start_time", "started", "started_at", "datetime_start", "start")
+_END_KEYS = ("end_time", "finished", "finished_at", "ended", "ended_at", "datetime_end", "end")
+
+
+class RunFiles(NamedTuple):
+    """The stored inputs of a report: ``build_info(*load_run(run_dir), run_dir=run_dir)``."""
+
+    trials: pd.DataFrame
+    run_meta: dict[str, Any]
+    space_text: str
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The numbers at the top of the report (NaN / None when they cannot be computed)."""
+
+    baseline_accuracy: float  # accuracy of the longest baseline run: the target
+    baseline_seconds: float  # earliest time on the baseline curve reaching the target
+    baseline_budget: float  # budget of the longest baseline run
+    number: int | None  # fastest non-baseline trial reaching the target
+    algorithms: str
+    recipe_seconds: float
+    recipe_accuracy: float
+    speedup: float  # baseline_seconds / recipe_seconds
+    accuracy_gain: float  # best non-baseline accuracy within baseline_seconds - baseline_accuracy
+    gain_number: int | None  # the trial achieving that accuracy
+
+
+@dataclass(frozen=True)
+class FrontRecipe:
+    """One frontier trial's replayable recipe file (``yaml_text`` is None when ``error`` says why)."""
+
+    number: int
+    recipe_id: str | None
+    filename: str | None  # relative to the run dir: recipes/<recipe_id>.yaml
+    yaml_text: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ReportInfo:
+    run_dir: str | None
+    space_name: str
+    space_hash: str
+    space_text: str
+    objectives: tuple[str, ...]
+    directions: tuple[str, ...]
+    param_columns: tuple[str, ...]
+    trials: pd.DataFrame  # every trial by number; + completed, on_front, on_budget_front, speedup columns
+    completed: pd.DataFrame
+    failed: pd.DataFrame  # number, state, budget, algorithms, error
+    front: pd.DataFrame  # frontier by train_seconds; + speedup, baseline_seconds, speedup_status, gains
+    budgets: tuple[float, ...]  # distinct budgets of the completed trials
+    baseline: pd.DataFrame  # completed baseline trials by train_seconds
+    baseline_curve: TradeoffCurve  # its envelope (what speedups are measured against)
+    reference: tuple[float, ...]  # hypervolume reference point, in the objectives' units
+    hypervolume: float
+    hv_history: pd.DataFrame  # number, cumulative_seconds, hypervolume (one row per trial)
+    headline: Headline
+    regimes: pd.DataFrame  # band, label, number, budget, accuracy, train_seconds, algorithms, speedup...
+    effects: pd.DataFrame  # recipesearch.analysis.algorithm_effects
+    interactions: pd.DataFrame  # recipesearch.analysis.pairwise_interactions
+    budget_curves: pd.DataFrame  # group, label, budget, accuracy, train_seconds, n: leading recipes
+    recipes: tuple[FrontRecipe, ...]  # one per frontier row, same order
+    run_meta: dict[str, Any]
+    hardware: dict[str, Any]
+    versions: dict[str, Any]
+    in_progress: bool
+    warnings: tuple[str, ...]
+    generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+    @property
+    def n_trials(self) -> int:
+        return len(self.trials)
+
+    @property
+    def state_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.trials["state"].value_counts().items()}
+
+    def recipe_for(self, number: int) -> FrontRecipe | None:
+        return next((r for r in self.recipes if r.number == number), None)
+
+
+# 1) reading -------------------------------------------------------------------------------------
+
+
+def load_run(run_dir: str | Path) -> RunFiles:
+    """Read trials.csv (required), run.json and space.yaml (optional) of a search run directory."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run directory")
+    path = run_dir / "trials.csv"
+    if not path.is_file():
+        raise UserError(f"{run_dir}: no trials.csv; is this the --out directory of a recipesearch search?")
+    try:
+        trials = pd.read_csv(path, keep_default_na=True)
+    except pd.errors.EmptyDataError:
+        trials = pd.DataFrame()
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not a readable CSV file ({str(exc).splitlines()[0]})") from None
+    meta: dict[str, Any] = {}
+    if (run_dir / "run.json").is_file():
+        try:
+            loaded = json.loads((run_dir / "run.json").read_text())
+            meta = loaded if isinstance(loaded, dict) else {}
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            meta = {}  # a damaged run.json loses the hardware section, not the report
+    space = run_dir / "space.yaml"
+    space_text = space.read_text(errors="replace") if space.is_file() else ""
+    return RunFiles(trials, meta, space_text)
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "t", "y")
+    try:
+        return bool(value) and not (isinstance(value, float) and math.isnan(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def normalise_trials(df: pd.DataFrame) -> pd.DataFrame:
+    """Every contract column present with a usable dtype, rows sorted by trial number."""
+    df = df.copy()
+    if "number" not in df:
+        df["number"] = np.arange(len(df))
+    df["number"] = pd.to_numeric(df["number"], errors="coerce")
+    df = df[df["number"].notna()].copy()
+    df["number"] = df["number"].astype(int)
+    for col in _NUMERIC:
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float) if col in df else np.nan
+    for col in _TEXT:
+        df[col] = df[col].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)) \
+            if col in df else ""
+    if "state" in df and (df["state"] == "").all() and len(df):
+        df["state"] = "COMPLETE"
+    df["state"] = df["state"].str.upper().replace("", "UNKNOWN")
+    df["algorithms"] = df["algorithms"].map(lambda s: "+".join(sorted(a.strip() for a in s.split("+") if a.strip())))
+    df["is_baseline"] = df["is_baseline"].map(_as_bool).astype(bool) if "is_baseline" in df else False
+    return df.sort_values("number", kind="stable").reset_index(drop=True)
+
+
+def algorithms_label(algorithms: str, is_baseline: bool = False) -> str:
+    """'label_smoothing+mixup' -> 'label_smoothing + mixup'; none -> 'baseline' or 'no algorithms'."""
+    if algorithms:
+        return algorithms.replace("+", " + ")
+    return "baseline" if is_baseline else "no algorithms"
+
+
+# 2) the pieces ----------------------------------------------------------------------------------
+
+
+def _space_name_and_hash(space_text: str, meta: dict[str, Any], run_dir: str | None) -> tuple[str, str]:
+    name = None
+    try:
+        data = yaml.safe_load(space_text) if space_text else None
+        if isinstance(data, dict) and data.get("name") is not None:
+            name = str(data["name"])
+    except yaml.YAMLError:
+        pass
+    name = name or str(meta.get("space_name") or meta.get("space") or (Path(run_dir).name if run_dir else "search"))
+    digest = meta.get("space_hash") or (hashlib.sha256(space_text.encode()).hexdigest()[:12] if space_text else "unknown")
+    return name, str(digest)
+
+
+def _objectives(completed: pd.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
+    warnings = []
+    cost = completed[COST].to_numpy(dtype=float)
+    if len(cost) and np.isfinite(cost).all():
+        return (ACC, TIME, COST), ("maximize", "minimize", "minimize"), warnings
+    if np.isfinite(cost).any():
+        warnings.append("cost is missing for some completed trials: the frontier ignores cost")
+    return (ACC, TIME), ("maximize", "minimize"), warnings
+
+
+def _speedup_columns(df: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
+    bt, ba = baseline[TIME].to_numpy(dtype=float), baseline[ACC].to_numpy(dtype=float)
+    t, a = df[TIME].to_numpy(dtype=float), df[ACC].to_numpy(dtype=float)
+    s = speedups_at_matched_accuracy(t, a, bt, ba)
+    g = accuracy_gains_at_matched_time(t, a, bt, ba)
+    return pd.DataFrame({
+        "speedup": s.speedup, "baseline_seconds": s.baseline_time, "speedup_status": s.status.astype(str),
+        "accuracy_gain": g.gain, "baseline_accuracy_at_time": g.baseline_accuracy,
+        "gain_status": g.status.astype(str),
+    }, index=df.index)  # fmt: skip
+
+
+def _headline(completed: pd.DataFrame, baseline: pd.DataFrame) -> Headline:
+    nan = float("nan")
+    cand = completed[~completed["is_baseline"]]
+    h = best_speedup_at_baseline_accuracy(cand[TIME], cand[ACC], baseline[TIME], baseline[ACC])
+    budget = nan
+    if len(baseline):
+        longest = baseline.sort_values([TIME, ACC], ascending=[False, False]).iloc[0]
+        budget = float(longest["budget"])
+    number, algos = None, ""
+    if h.index is not None:
+        row = cand.iloc[h.index]
+        number, algos = int(row["number"]), str(row["algorithms"])
+    gain, gain_number = nan, None
+    if np.isfinite(h.baseline_time) and np.isfinite(h.target_accuracy):
+        within = cand[cand[TIME] <= h.baseline_time]
+        if len(within):
+            best = within.sort_values([ACC, TIME, "number"], ascending=[False, True, True]).iloc[0]
+            gain, gain_number = float(best[ACC]) - h.target_accuracy, int(best["number"])
+    return Headline(float(h.target_accuracy), float(h.baseline_time), budget, number, algos,
+                    float(h.recipe_time), float(h.recipe_accuracy), float(h.speedup), gain, gain_number)
+
+
+def _fmt_param(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _group_key(row: pd.Series, param_cols: list[str]) -> str:
+    """Identity of a recipe apart from its budget (and seed): the recipe JSON without them, else the params."""
+    try:
+        data = json.loads(row["recipe_json"]) if row["recipe_json"] else None
+    except json.JSONDecodeError:
+        data = None
+    if isinstance(data, dict):
+        for key in ("budget", "name", "seed"):
+            data.pop(key, None)
+        return json.dumps(data, sort_keys=True)
+    params = {c: row[c] for c in param_cols if pd.notna(row[c])}
+    return json.dumps([row["algorithms"], params], sort_keys=True, default=str)
+
+
+def _budget_curves(completed: pd.DataFrame, param_cols: list[str]) -> pd.DataFrame:
+    """Mean accuracy and time per budget of the leading recipes tried at >= 2 budgets.
+
+    Recipes are ranked by (has a frontier point, best accuracy); the baseline is drawn separately.
+    """
+    columns = ["group", "label", "budget", ACC, TIME, "n", "on_front"]
+    cand = completed[~completed["is_baseline"] & completed["budget"].notna()]
+    if cand.empty:
+        return pd.DataFrame(columns=columns)
+    not_budget = [c for c in param_cols if not c.endswith("budget")]
+    keys = cand.apply(lambda r: _group_key(r, not_budget), axis=1)
+    ranked = []
+    for key, g in cand.groupby(keys, sort=False):
+        if g["budget"].nunique() >= 2:
+            ranked.append((bool(g["on_front"].any()), float(g[ACC].max()), -int(g["number"].min()), key, g))
+    ranked.sort(key=lambda x: x[:3], reverse=True)
+    rows = []
+    for rank, (_, _, _, _, g) in enumerate(ranked[:MAX_CURVE_GROUPS]):
+        first = g.iloc[0]
+        varied = [c for c in not_budget if pd.notna(first[c])][:3]
+        label = algorithms_label(first["algorithms"])
+        if varied:
+            label += " (" + ", ".join(f"{c.removeprefix('params_').split('.')[-1]}={_fmt_param(first[c])}"
+                                      for c in varied) + ")"
+        for budget, b in g.groupby("budget"):
+            rows.append([rank, label, float(budget), float(b[ACC].mean()), float(b[TIME].mean()), len(b),
+                         bool(b["on_front"].any())])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _fmt(x: float, spec: str) -> str:
+    return format(x, spec) if isinstance(x, (int, float)) and np.isfinite(x) else "n/a"
+
+
+_SPEEDUP_NOTE = {  # how the speedup line of a recipe's header reads, by status
+    "interpolated": "{}x",
+    "below_baseline": "at most {}x (less accurate than the shortest baseline run)",
+    "beyond_baseline": "n/a (more accurate than any baseline run)",
+    "no_baseline": "n/a (no baseline trial)",
+}
+
+
+def _front_recipes(front: pd.DataFrame, space_name: str, space_hash: str, run_dir: str | None) -> tuple[FrontRecipe, ...]:
+    """Validate each frontier trial's recipe_json and render its YAML with provenance comments."""
+    from recipesearch import __version__
+    from recipesearch.recipe import dump_recipe, recipe_from_dict
+
+    out = []
+    for _, row in front.iterrows():
+        number = int(row["number"])
+        if not row["recipe_json"]:
+            out.append(FrontRecipe(number, row["recipe_id"] or None, None, None, "trials.csv has no recipe_json"))
+            continue
+        try:
+            recipe = recipe_from_dict(json.loads(row["recipe_json"]), source=f"trial {number} recipe_json")
+        except (json.JSONDecodeError, UserError) as exc:
+            out.append(FrontRecipe(number, row["recipe_id"] or None, None, None, f"recipe not replayable: {exc}"))
+            continue
+        rid = recipe.id()
+        speed = _SPEEDUP_NOTE.get(str(row["speedup_status"]), "{}x ({})").format(
+            _fmt(row["speedup"], ".2f"), str(row["speedup_status"]).replace("_", " "))
+        header = "\n".join([
+            f"{RECIPE_MARKER} {rid}",
+            f"trial {number} of search space '{space_name}' (space hash {space_hash})",
+            f"measured: accuracy {_fmt(row[ACC], '.4f')}, train_seconds {_fmt(row[TIME], '.2f')}, "
+            f"budget {_fmt(row['budget'], 'g')}, algorithms: {row['algorithms'] or 'none'}",
+            f"speedup at matched accuracy vs the baseline: {speed}",
+            f"run: {run_dir or 'unknown'}",
+            f"written by recipesearch {__version__}; replay with: recipesearch train {rid}.yaml",
+        ])  # fmt: skip
+        out.append(FrontRecipe(number, rid, f"recipes/{rid}.yaml", dump_recipe(recipe, header=header)))
+    return tuple(out)
+
+
+def _meta_dicts(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    hardware = meta.get("hardware")
+    versions = meta.get("versions", meta.get("library_versions"))
+    return (hardware if isinstance(hardware, dict) else {}), (versions if isinstance(versions, dict) else {})
+
+
+# 3) assembly ------------------------------------------------------------------------------------
+
+
+def build_info(
+    trials_df: pd.DataFrame, run_meta: dict[str, Any] | None = None, space_text: str = "", run_dir: str | Path | None = None
+) -> ReportInfo:
+    """Compute everything the report shows from the stored trials (robust to empty and partial runs)."""
+    run_meta = dict(run_meta or {})
+    run_dir = str(Path(run_dir).resolve()) if run_dir is not None else run_meta.get("run_dir")
+    trials = normalise_trials(trials_df)
+    param_cols = [c for c in trials.columns if c.startswith("params_")]
+    space_name, space_hash = _space_name_and_hash(space_text, run_meta, run_dir)
+
+    # 1) completed trials and the objectives (cost only when every completed trial has one)
+    done = trials["state"].eq("COMPLETE") & np.isfinite(trials[ACC]) & np.isfinite(trials[TIME]) & (trials[TIME] > 0)
+    trials["completed"] = done.astype(bool)
+    completed = trials[done]
+    objectives, directions, warnings = _objectives(completed)
+
+    # 2) frontier overall and per budget
+    points = completed[list(objectives)].to_numpy(dtype=float)
+    trials["on_front"] = False
+    trials["on_budget_front"] = False
+    if len(completed):
+        trials.loc[done, "on_front"] = pareto_mask(points, directions)
+        trials.loc[done, "on_budget_front"] = pareto_mask_by_group(
+            completed, list(objectives), list(directions), "budget"
+        ).to_numpy()
+
+    # 3) baseline curve and speedups of every completed trial
+    baseline = trials[done & trials["is_baseline"]].sort_values([TIME, "number"]).reset_index(drop=True)
+    curve = baseline_envelope(baseline[TIME], baseline[ACC])
+    for col in ("speedup", "baseline_seconds", "accuracy_gain", "baseline_accuracy_at_time"):
+        trials[col] = np.nan
+    trials["speedup_status"] = ""
+    trials["gain_status"] = ""
+    if len(completed):
+        sp = _speedup_columns(trials[done], baseline)
+        for col in sp.columns:
+            trials.loc[done, col] = sp[col]
+    if not len(baseline):
+        warnings.append("no completed baseline trial: speedups at matched accuracy cannot be computed")
+    elif len(curve.times) < 2:
+        warnings.append("the baseline curve has one point: speedups are only bounds (train the baseline at more budgets)")
+    completed = trials[done]
+    front = completed[completed["on_front"]].sort_values([TIME, ACC, "number"], ascending=[True, False, True])
+    front = front.reset_index(drop=True)
+
+    # 4) hypervolume and its history over trials and compute (failed trials cost compute too)
+    ref = reference_point(points, directions)
+    hv = hypervolume(points, directions, ref) if len(completed) else float("nan")
+    all_points = trials[list(objectives)].to_numpy(dtype=float).copy()
+    all_points[~done.to_numpy()] = np.nan
+    hv_curve = hypervolume_vs_compute(all_points, trials[TIME].to_numpy(dtype=float), directions, ref)
+    hv_history = pd.DataFrame({"number": trials["number"], "cumulative_seconds": hv_curve.cumulative_seconds,
+                               "hypervolume": hv_curve.hypervolume})
+
+    # 5) headline, regimes, effects, curves across budgets
+    headline = _headline(completed, baseline)
+    budgets = tuple(sorted(float(b) for b in completed["budget"].dropna().unique()))
+    if len(front) and front["budget"].notna().any():
+        regimes = regime_recipes(front[front["budget"].notna()], all_budgets=list(budgets))
+        extra = front.set_index("number")[["algorithms", "is_baseline", "speedup", "speedup_status", "recipe_id"]]
+        regimes = regimes.join(extra, on="number")
+    else:
+        regimes = pd.DataFrame(columns=["band", "label", "number", "budget", ACC, TIME, "algorithms", "is_baseline",
+                                        "speedup", "speedup_status", "recipe_id"])
+    effects = algorithm_effects(trials, front_mask=trials["on_front"])
+    interactions = pairwise_interactions(trials)
+    curves = _budget_curves(completed, param_cols)
+
+    # 6) replayable recipes of the frontier
+    recipes = _front_recipes(front, space_name, space_hash, run_dir)
+    front["recipe_file"] = [r.filename or "" for r in recipes]
+    front["recipe_id"] = [r.recipe_id or row for r, row in zip(recipes, front["recipe_id"], strict=True)]
+    warnings += [f"trial {r.number}: {r.error}" for r in recipes if r.error]
+
+    failed = trials[~done & trials["state"].isin(["FAIL", "COMPLETE", "PRUNED"])].copy()
+    failed.loc[failed["state"].eq("COMPLETE") & failed["error"].eq(""), "error"] = \
+        "completed without a finite accuracy and positive train_seconds"
+    hardware, versions = _meta_dicts(run_meta)
+    started = any(run_meta.get(k) for k in _START_KEYS)
+    in_progress = bool(trials["state"].isin(["RUNNING", "WAITING"]).any()) or (
+        started and not any(run_meta.get(k) for k in _END_KEYS)
+    )
+    return ReportInfo(
+        run_dir=run_dir, space_name=space_name, space_hash=space_hash, space_text=space_text,
+        objectives=objectives, directions=directions, param_columns=tuple(param_cols),
+        trials=trials, completed=completed.reset_index(drop=True),
+        failed=failed[["number", "state", "budget", "algorithms", "error"]].reset_index(drop=True),
+        front=front, budgets=budgets, baseline=baseline, baseline_curve=curve,
+        reference=tuple(float(r) for r in ref), hypervolume=float(hv), hv_history=hv_history,
+        headline=headline, regimes=regimes.reset_index(drop=True), effects=effects, interactions=interactions,
+        budget_curves=curves, recipes=recipes, run_meta=run_meta, hardware=hardware, versions=versions,
+        in_progress=in_progress, warnings=tuple(warnings),
+    )  # fmt: skip
