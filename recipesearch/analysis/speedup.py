@@ -10,8 +10,9 @@ recipe's accuracy / the recipe's time.
 Statuses (strings, so they can go straight into trials tables):
 - ``interpolated``: the accuracy (or time) lies within the baseline's curve.
 - ``below_baseline``: the recipe's accuracy is at or below the shortest baseline run's. The speedup
-  is computed against that shortest run's time: the baseline would probably need less time to reach
-  such a low accuracy, so the reported speedup is a lower bound (conservative), not an extrapolation.
+  is computed against that shortest run's time: the baseline would need at most that time to reach
+  such a low accuracy, so the reported speedup is an upper bound (the report prints it as "≤"), not
+  an extrapolation.
   For matched time it means the recipe trained for less time than the shortest baseline run; it is
   compared with that run's accuracy, which the baseline would not reach that fast (also conservative).
 - ``beyond_baseline``: the recipe is more accurate than any baseline run; the baseline's time is

@@ -91,7 +91,10 @@ def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False)
     if to_dir.exists() and not to_dir.is_dir():
         raise UserError(f"--to: {to_dir} exists and is not a directory")
     targets = [(to_dir / f"{r.recipe_id}.yaml", r.yaml_text) for r in recipes]
-    conflicts = [p for p, text in targets if p.exists() and (not p.is_file() or p.read_text(errors="replace") != text)]
+    blocked = [p for p, _ in targets if p.exists() and not p.is_file()]
+    if blocked:
+        raise UserError(f"--to: {blocked[0]} exists and is not a file")
+    conflicts = [p for p, text in targets if p.is_file() and p.read_text(errors="replace") != text]
     if conflicts and not force:
         more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
         raise UserError(f"--to: {conflicts[0]} exists with different content{more}; pass --force to overwrite")

@@ -52,9 +52,7 @@ MAX_CURVE_GROUPS = 5  # recipes drawn in the accuracy-vs-time-across-budgets plo
 
 _NUMERIC = ("budget", "epochs", ACC, "val_accuracy", "loss", TIME, "throughput", "data_wait_fraction", COST, "seed")
 _TEXT = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete")
-# run.json keys that say when the search started / ended: started without an end means "in progress".
-_START_KEYS = ("start_time", "started", "started_at", "datetime_start", "start")
-_END_KEYS = ("end_time", "finished", "finished_at", "ended", "ended_at", "datetime_end", "end")
+_END_KEYS = ("end_time", "finished_at", "ended_at")  # run.json keys of a search that ended
 
 
 class RunFiles(NamedTuple):
@@ -120,9 +118,13 @@ class ReportInfo:
     run_meta: dict[str, Any]
     hardware: dict[str, Any]
     versions: dict[str, Any]
-    in_progress: bool
+    run_status: str  # "running", "finished", or run.json's status ("interrupted", "failed")
     warnings: tuple[str, ...]
     generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+    @property
+    def in_progress(self) -> bool:
+        return self.run_status == "running"
 
     @property
     def n_trials(self) -> int:
@@ -214,7 +216,9 @@ def _space_name_and_hash(space_text: str, meta: dict[str, Any], run_dir: str | N
     except yaml.YAMLError:
         pass
     name = name or str(meta.get("space_name") or meta.get("space") or (Path(run_dir).name if run_dir else "search"))
-    digest = meta.get("space_hash") or (hashlib.sha256(space_text.encode()).hexdigest()[:12] if space_text else "unknown")
+    digest = meta.get("space_hash")
+    if not digest:
+        digest = hashlib.sha256(space_text.encode()).hexdigest()[:12] if space_text else "unknown"
     return name, str(digest)
 
 
@@ -324,7 +328,9 @@ _SPEEDUP_NOTE = {  # how the speedup line of a recipe's header reads, by status
 }
 
 
-def _front_recipes(front: pd.DataFrame, space_name: str, space_hash: str, run_dir: str | None) -> tuple[FrontRecipe, ...]:
+def _front_recipes(
+    front: pd.DataFrame, space_name: str, space_hash: str, run_dir: str | None
+) -> tuple[FrontRecipe, ...]:
     """Validate each frontier trial's recipe_json and render its YAML with provenance comments."""
     from recipesearch import __version__
     from recipesearch.recipe import dump_recipe, recipe_from_dict
@@ -356,6 +362,18 @@ def _front_recipes(front: pd.DataFrame, space_name: str, space_hash: str, run_di
     return tuple(out)
 
 
+def _run_status(trials: pd.DataFrame, meta: dict[str, Any]) -> str:
+    """run.json's ``status`` (the search writes running / finished / interrupted / failed); else from trials."""
+    status = str(meta.get("status") or "").lower()
+    if status:
+        return status
+    if trials["state"].isin(["RUNNING", "WAITING"]).any():
+        return "running"
+    if meta.get("start_time") and not any(meta.get(k) for k in _END_KEYS):
+        return "running"
+    return "finished"
+
+
 def _meta_dicts(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     hardware = meta.get("hardware")
     versions = meta.get("versions", meta.get("library_versions"))
@@ -366,7 +384,10 @@ def _meta_dicts(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def build_info(
-    trials_df: pd.DataFrame, run_meta: dict[str, Any] | None = None, space_text: str = "", run_dir: str | Path | None = None
+    trials_df: pd.DataFrame,
+    run_meta: dict[str, Any] | None = None,
+    space_text: str = "",
+    run_dir: str | Path | None = None,
 ) -> ReportInfo:
     """Compute everything the report shows from the stored trials (robust to empty and partial runs)."""
     run_meta = dict(run_meta or {})
@@ -402,10 +423,11 @@ def build_info(
         sp = _speedup_columns(trials[done], baseline)
         for col in sp.columns:
             trials.loc[done, col] = sp[col]
-    if not len(baseline):
+    if not len(baseline) and len(completed):
         warnings.append("no completed baseline trial: speedups at matched accuracy cannot be computed")
     elif len(curve.times) < 2:
-        warnings.append("the baseline curve has one point: speedups are only bounds (train the baseline at more budgets)")
+        warnings.append("the baseline curve has one point: speedups are only bounds "
+                        "(train the baseline at more budgets)")
     completed = trials[done]
     front = completed[completed["on_front"]].sort_values([TIME, ACC, "number"], ascending=[True, False, True])
     front = front.reset_index(drop=True)
@@ -443,10 +465,8 @@ def build_info(
     failed.loc[failed["state"].eq("COMPLETE") & failed["error"].eq(""), "error"] = \
         "completed without a finite accuracy and positive train_seconds"
     hardware, versions = _meta_dicts(run_meta)
-    started = any(run_meta.get(k) for k in _START_KEYS)
-    in_progress = bool(trials["state"].isin(["RUNNING", "WAITING"]).any()) or (
-        started and not any(run_meta.get(k) for k in _END_KEYS)
-    )
+    if run_meta.get("metric_split") == "val":
+        warnings.append("the search optimised val_accuracy; this report's accuracy is the test accuracy")
     return ReportInfo(
         run_dir=run_dir, space_name=space_name, space_hash=space_hash, space_text=space_text,
         objectives=objectives, directions=directions, param_columns=tuple(param_cols),
@@ -456,5 +476,5 @@ def build_info(
         reference=tuple(float(r) for r in ref), hypervolume=float(hv), hv_history=hv_history,
         headline=headline, regimes=regimes.reset_index(drop=True), effects=effects, interactions=interactions,
         budget_curves=curves, recipes=recipes, run_meta=run_meta, hardware=hardware, versions=versions,
-        in_progress=in_progress, warnings=tuple(warnings),
+        run_status=_run_status(trials, run_meta), warnings=tuple(warnings),
     )  # fmt: skip

@@ -92,6 +92,8 @@ def _empty(ax, message: str) -> None:
     ax.set_xticks([])
     ax.set_yticks([])
     ax.grid(False)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
 
 
 def _budget_text(b: float) -> str:
@@ -274,8 +276,11 @@ def hypervolume_figure(info: ReportInfo):
     fig.subplots_adjust(left=0.085, right=0.985, bottom=0.15, top=0.86, wspace=0.18)
     left, right = fig.subplots(1, 2)
     hv = info.hv_history
-    ref = ", ".join(f"{o} {v:.4g}" for o, v in zip(info.objectives, info.reference, strict=True))
-    fig.suptitle(f"Hypervolume (reference point: {ref})", x=0.01, ha="left", fontsize=10, fontweight="bold")
+    title = "Hypervolume"
+    if np.isfinite(info.reference).all():
+        ref = ", ".join(f"{o} {v:.4g}" for o, v in zip(info.objectives, info.reference, strict=True))
+        title += f" (reference point: {ref})"
+    fig.suptitle(title, x=0.01, ha="left", fontsize=10, fontweight="bold")
     if hv.empty or not np.isfinite(hv["hypervolume"]).any():
         _empty(left, "no completed trials yet")
         _empty(right, "")

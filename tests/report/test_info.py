@@ -105,6 +105,13 @@ def test_regimes_effects_and_failures(info):
     assert info.in_progress  # trial 16 is still RUNNING
 
 
+@pytest.mark.parametrize(("status", "expected"), [("finished", False), ("running", True), ("interrupted", False)])
+def test_run_status_comes_from_run_json(run_dir, status, expected):
+    trials, meta, space = load_run(run_dir)
+    info = build_info(trials, {**meta, "status": status}, space)
+    assert info.run_status == status and info.in_progress is expected
+
+
 def test_budget_curves_group_recipes_across_budgets(info):
     curves = info.budget_curves
     assert not curves.empty
