@@ -227,7 +227,8 @@ def render(result: dict[str, Any]) -> str:
         note = r["error"] or ""
         if r.get("compile_seconds") and r["compile_seconds"]["n"]:
             note = (f"steady state (after epoch 1, wall): {fmt_summary(r['steady_relative'], '.2f', 'range')}x "
-                    f"baseline; compile ≈ {fmt_summary(r['compile_seconds'], '.1f', 'range')} s inside train_seconds")
+                    f"baseline; compile ≈ {fmt_summary(r['compile_seconds'], '.1f', 'range')} s inside train_seconds "
+                    "(first epoch minus a steady one; Inductor's on-disk cache may have been warm from earlier runs)")
         rows.append([r["arm"], r["images_per_s"]["n"],
                      fmt_summary(r.get("images_per_cpu_s", {}), ".0f", "range"),
                      "1 (reference)" if base else fmt_summary(r.get("relative_cpu") or {}, ".2f", "range"),

@@ -7,9 +7,9 @@ the recipe's accuracy divided by the recipe's time (``recipesearch.analysis``: `
 
 Method
 1) Candidates: the Pareto-front recipes (non-baseline, up to ``MAX_CANDIDATES`` spread from fastest to
-   most accurate) of the newest search run dir on the same dataset (``runs/**/trials.csv``; the
-   benchmarks' own searches under ``runs/bench-*`` only when there is no other); when there is none, the
-   hand-composed Mild/Medium/Hot-style set below (``HAND_RECIPES``).
+   most accurate) of the newest search run dir on the same dataset (``runs/**/trials.csv``, not the
+   benchmarks' own short searches under ``runs/bench-*``); when there is none, the hand-composed
+   Mild/Medium/Hot-style set below (``HAND_RECIPES``).
 2) Every arm (baseline at each budget, each candidate) is trained with each seed, arms in rotated order
    per seed, one at a time with 2 threads: the same conditions for all (the search's own timings, made
    at 1 thread x 2 concurrent trials, are not reused).
@@ -65,6 +65,8 @@ def find_search_candidates(dataset: str) -> tuple[list[tuple[str, dict[str, Any]
 
     best: tuple[tuple[bool, float], Path, Any] | None = None
     for csv in (ROOT / "runs").glob("**/trials.csv"):
+        if str(csv.relative_to(ROOT)).startswith("runs/bench-"):
+            continue  # the benchmarks' own short searches are not "the search's best recipes"
         try:
             df = pd.read_csv(csv)
         except Exception:  # noqa: BLE001 - a half-written file of a running search
@@ -74,9 +76,7 @@ def find_search_candidates(dataset: str) -> tuple[list[tuple[str, dict[str, Any]
             continue
         if json.loads(ok.iloc[0]["recipe_json"]).get("data", {}).get("name") != dataset:
             continue
-        # a user's own search first (the benchmarks' searches under runs/bench-* only when there is none),
-        # then the newest
-        key = (not str(csv.relative_to(ROOT)).startswith("runs/bench-"), csv.stat().st_mtime)
+        key = (True, csv.stat().st_mtime)  # the newest
         if best is None or key > best[0]:
             best = (key, csv, ok)
     if best is None:
@@ -91,8 +91,13 @@ def find_search_candidates(dataset: str) -> tuple[list[tuple[str, dict[str, Any]
     out = []
     for i in pick:
         row = front.iloc[i]
-        label = f"trial {int(row['number'])}: " + (row["algorithms"] if isinstance(row["algorithms"], str) and row["algorithms"] else "no algorithms") + f" @ budget {row['budget']:g}"
-        out.append((label, json.loads(row["recipe_json"])))
+        rec = json.loads(row["recipe_json"])
+        algs = row["algorithms"] if isinstance(row["algorithms"], str) and row["algorithms"] else "no algorithms"
+        opt = rec.get("optimizer", {})
+        label = (f"trial {int(row['number'])}: {algs} @ budget {row['budget']:g} "
+                 f"(lr {opt.get('lr', float('nan')):g}, wd {opt.get('weight_decay', float('nan')):g}, "
+                 f"batch {rec.get('batch_size')})")
+        out.append((label, rec))
     return out, str(csv.parent.relative_to(ROOT))
 
 

@@ -298,10 +298,11 @@ def render(result: dict[str, Any]) -> str:
         "per-search medians): " + "; ".join(
             f"~{k}: {fmt_summary(v.get('train_ratio_vs_inprocess', {}), '.2f', 'range')}" for k, v in s.items())
         + ". Nice value of the Ray trial processes seen while they ran: " + (", ".join(map(str, nice)) or "not recorded")
-        + "." + (" Ray starts its workers niced (its `worker_niceness`, env `RAY_worker_niceness`, default 15): on "
-                 "an otherwise idle machine that changes nothing, but on a shared one every process at nice 0 takes "
-                 "CPU from the trials first, so the trials' train_seconds grow with the machine's load much more "
-                 "than an in-process run's does." if any(n > 0 for n in nice) else ""),
+        + "." + (" Ray starts its workers niced (raylet's `worker_niceness`, env `RAY_worker_niceness`, default 15), "
+                 "so on a shared machine any process at nice 0 gets the CPU before a trial does: a trial's "
+                 "train_seconds then depend on the other load more than an in-process run's (a ratio ≠ 1 here "
+                 "says how the load differed between the two arms, not that Ray trains slower or faster)."
+                 if any(n > 0 for n in nice) else ""),
     ]
     if img:
         parts += ["", f"![timeline of trial slots]({img})"]

@@ -462,7 +462,10 @@ def render(result: dict[str, Any]) -> str:
             f"order; reference point = that of all real trials together "
             f"({real['analysis']['reference'][0]:.3f}, {real['analysis']['reference'][1]:.1f}). Wall time per "
             f"search {fmt_summary(walls, '.0f', 'range')} s. Run dirs (trials.csv, report) under `runs/bench-search/`."
-            + (f" Errors: {'; '.join(errors)}." if errors else ""),
+            + (f" Errors: {'; '.join(errors)}." if errors else "")
+            + (" With one seed and a few trials per sampler these rows are anecdotes (trial order under Ray and "
+               "noisy train_seconds also differ run to run); the replay above is the sampler comparison."
+               if real["seeds"] < 3 else ""),
             "",
             _table(real["analysis"], False),
         ]

@@ -287,7 +287,7 @@ def render(result: dict[str, Any]) -> str:
         f"**Goal**: Trainer/bare images/s ratio ≥ {goal['ratio_min']} (median, every config): wall-clock "
         f"{goal_text(goal['met'])}; per CPU-second {goal_text(goal.get('met_cpu_time'))}.",
         f"**Load**: 1-minute load average during the runs {fmt_summary(result.get('load_during_runs', {}), '.1f', 'range')} "
-        "on a 2-core machine (the machine was shared with other work). Wall-clock throughput is what a user "
+        "on a 2-core machine (other jobs may share it). Wall-clock throughput is what a user "
         "gets, but under a changing load it moves by integer factors between runs; images per CPU-second of "
         "the process (`time.process_time`) is much less sensitive to other processes (it still counts a "
         "thread spinning while its partner is descheduled), so both are shown and the CPU-time ratios are "
