@@ -131,8 +131,15 @@ class Recipe(_Strict):
         return recipe_id(self)
 
     def with_overrides(self, overrides: dict[str, Any]) -> Recipe:
-        """A copy with dotted-key overrides applied (``optimizer.lr=0.2``) and re-validated."""
+        """A copy with dotted-key overrides applied (``optimizer.lr=0.2``) and re-validated.
+
+        Switching ``model.name`` drops the old model's own options (a ``cnn`` ``width`` means something else,
+        or nothing, to a ResNet); options for the new model are given as further ``model.*`` overrides.
+        """
         data = self.to_dict()
+        new_model = overrides.get("model.name")
+        if new_model is not None and new_model != self.model.name:
+            data["model"] = {"name": new_model}
         for key, value in overrides.items():
             set_dotted(data, key, value)
         return recipe_from_dict(data, source="--set")

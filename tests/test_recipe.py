@@ -95,3 +95,13 @@ def test_missing_file_and_bad_yaml():
 def test_algorithm_list_shorthand():
     r = loads_recipe(GOOD.replace("label_smoothing: {smoothing: 0.1}", "label_smoothing:"))
     assert r.algorithms == {"label_smoothing": {}}
+
+
+def test_switching_model_drops_the_old_models_options():
+    # A cnn's ``width: 32`` is a 32x width multiplier to a ResNet: carrying it over would build a giant.
+    r = loads_recipe(GOOD.replace("{name: resnet8}", "{name: cnn, width: 32}"))
+    assert r.with_overrides({"model.name": "resnet8"}).model.kwargs == {}
+    switched = r.with_overrides({"model.name": "resnet8", "model.zero_init_residual": False})
+    assert switched.model.kwargs == {"zero_init_residual": False}
+    assert r.with_overrides({"model.name": "cnn"}).model.kwargs == {"width": 32}  # same model: kept
+    assert r.with_overrides({"model.width": 16}).model.kwargs == {"width": 16}

@@ -14,7 +14,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", help="recipe YAML file")
     p.add_argument("--out", help="directory for result.json and the recipe actually trained")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a field, e.g. --set optimizer.lr=0.2 --set algorithms.mixup.alpha=0.4")
+                   help="override a field, e.g. --set optimizer.lr=0.2 --set algorithms.mixup.alpha=0.4; "
+                        "a new model.name drops the old model's options (give the new ones as model.KEY=...)")
     p.add_argument("--force", action="store_true", help="overwrite an existing result.json in --out")
     p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
 

@@ -17,6 +17,7 @@ from recipesearch.search.samplers import (
     is_sweep,
     ladder,
     make_sampler,
+    nsga2_population,
     neighbours,
     record_constraints,
 )
@@ -258,3 +259,14 @@ def test_sweep_switches_algorithms_respecting_forbidden_pairs(sweep_space: Searc
     assert any(not p.get("alg.mixup") for p in switches)  # mixup switched off again
     for p in switches:
         sweep_space.recipe_for(p)
+
+
+def test_nsga2_default_population_lets_a_short_search_evolve() -> None:
+    # 50 (Optuna's default) would keep a 24-trial search inside NSGA-II's random first generation.
+    assert nsga2_population(24, 4) == 8
+    assert nsga2_population(120, 4) == 29
+    assert nsga2_population(1000, 4) == 50
+    sampler = make_sampler(space_with("{name: nsga2, seed: 1}"))
+    assert sampler._population_size == 8  # 30 trials, 3 baselines: (30 - 3) // 4 = 6, raised to 8
+    explicit = make_sampler(space_with("{name: nsga2, seed: 1, population_size: 20}"))
+    assert explicit._population_size == 20
