@@ -10,7 +10,7 @@ sections, a benchmark not run this time keeping its previous results (with their
 environment). A benchmark that crashes leaves its previous results in place and makes the exit code 1.
 
 What ``--quick`` does, per benchmark:
-- trainer_efficiency: half the steps per timed run, 3 repeats instead of 5.
+- trainer_efficiency: a third of the steps per timed run, 3 repeats instead of 7.
 - algorithm_cost: 2 repeats instead of 4 (torch_compile once either way).
 - scheduling_overhead: 4 trials of ~1 s and 2 trials of ~10 s per arm instead of 8 and 4, one repeat.
 - search_efficiency: real searches with 1 seed per sampler (not 3) on the digits space cut to budgets

@@ -1,0 +1,65 @@
+"""bench/recipe_speedup.py: which recipes it replays (no training): the front and the baseline curve."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from bench.recipe_speedup import front_candidates, search_baselines  # noqa: E402
+
+
+def _row(number: int, budget: float, acc: float, secs: float, baseline: bool, algorithms: str = "") -> dict:
+    recipe = {"name": "r", "max_duration": 2, "budget": budget, "batch_size": 128,
+              "optimizer": {"name": "sgd", "lr": 0.1, "weight_decay": 5e-4},
+              "algorithms": {a: {} for a in algorithms.split("+") if a}}
+    return {"number": number, "state": "COMPLETE", "is_baseline": baseline, "budget": budget,
+            "accuracy": acc, "train_seconds": secs, "algorithms": algorithms, "recipe_json": json.dumps(recipe)}
+
+
+@pytest.fixture
+def trials() -> pd.DataFrame:
+    return pd.DataFrame([
+        _row(0, 0.25, 0.80, 30, True), _row(1, 0.5, 0.85, 60, True), _row(2, 1.0, 0.88, 120, True),
+        _row(3, 2.0, 0.90, 240, True),
+        _row(4, 0.5, 0.86, 40, False, "channels_last"),        # front
+        _row(5, 0.5, 0.84, 50, False, "mixup"),                # dominated by 4
+        _row(6, 1.0, 0.895, 90, False, "channels_last+ema"),   # front
+        _row(7, 2.0, 0.91, 200, False, "ema"),                 # front
+        _row(8, 0.25, 0.79, 20, False, "progressive_resizing"),  # front (fastest)
+    ])
+
+
+def test_front_candidates_are_the_best_speedups_and_the_most_accurate_front_point(trials):
+    labels = [label for label, _ in front_candidates(trials)]
+    # front: 8 (0.79 in 20 s: 0.5x baseline 0.80 in 30 s -> below_baseline bound 1.5x), 4 (0.86 in 40 s,
+    # baseline reaches 0.86 at ~76 s: 1.9x), 6 (0.895 in 90 s, baseline ~202 s: 2.2x), 7 (the most
+    # accurate, beyond the baseline: no speedup). MAX_CANDIDATES - 1 = 3 best speedups + 7, fastest first.
+    assert [int(lbl.split(":")[0].split()[1]) for lbl in labels] == [8, 4, 6, 7]
+    assert "baseline" not in " ".join(labels)
+
+
+def test_front_candidates_keep_the_two_best_when_the_front_is_long(trials, monkeypatch):
+    import bench.recipe_speedup as rs
+
+    monkeypatch.setattr(rs, "MAX_CANDIDATES", 3)
+    labels = [label for label, _ in rs.front_candidates(trials)]
+    assert [int(lbl.split(":")[0].split()[1]) for lbl in labels] == [4, 6, 7]
+
+
+def test_search_baselines_extends_the_curve_to_the_standalone_baseline_length(trials):
+    curve = search_baselines(trials, baseline_epochs=10)
+    assert list(curve) == [0.25, 0.5, 1.0, 2.0, 5.0]   # 2 epochs per budget unit: 10 epochs = budget 5
+    assert curve[5.0]["budget"] == 5.0 and curve[5.0]["algorithms"] == {}
+    assert curve[0.5] == json.loads(trials.iloc[1]["recipe_json"])  # the search's own baseline recipe
+
+
+def test_search_baselines_adds_nothing_when_the_search_already_trains_that_long(trials):
+    assert list(search_baselines(trials, baseline_epochs=4)) == [0.25, 0.5, 1.0, 2.0]
+    assert search_baselines(trials[~trials.is_baseline], baseline_epochs=10) == {}
