@@ -77,6 +77,13 @@ class Headline:
     speedup: float  # baseline_seconds / recipe_seconds
     accuracy_gain: float  # best non-baseline accuracy within baseline_seconds - baseline_accuracy
     gain_number: int | None  # the trial achieving that accuracy
+    # The largest speedup at matched accuracy measured on the frontier (interpolated along the baseline
+    # curve, not a bound), at whatever accuracy that recipe reaches: often a short-budget recipe.
+    front_speedup: float = float("nan")
+    front_number: int | None = None
+    front_algorithms: str = ""
+    front_accuracy: float = float("nan")
+    front_seconds: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -244,7 +251,7 @@ def _speedup_columns(df: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
     }, index=df.index)  # fmt: skip
 
 
-def _headline(completed: pd.DataFrame, baseline: pd.DataFrame) -> Headline:
+def _headline(completed: pd.DataFrame, baseline: pd.DataFrame, front: pd.DataFrame) -> Headline:
     nan = float("nan")
     cand = completed[~completed["is_baseline"]]
     h = best_speedup_at_baseline_accuracy(cand[TIME], cand[ACC], baseline[TIME], baseline[ACC])
@@ -262,8 +269,16 @@ def _headline(completed: pd.DataFrame, baseline: pd.DataFrame) -> Headline:
         if len(within):
             best = within.sort_values([ACC, TIME, "number"], ascending=[False, True, True]).iloc[0]
             gain, gain_number = float(best[ACC]) - h.target_accuracy, int(best["number"])
+    best: dict[str, Any] = {}
+    measured = front[(~front["is_baseline"]) & (front["speedup_status"] == "interpolated")
+                     & np.isfinite(front["speedup"].astype(float))] if len(front) else front
+    if len(measured):
+        top = measured.sort_values(["speedup", ACC, "number"], ascending=[False, False, True]).iloc[0]
+        best = {"front_speedup": float(top["speedup"]), "front_number": int(top["number"]),
+                "front_algorithms": str(top["algorithms"]), "front_accuracy": float(top[ACC]),
+                "front_seconds": float(top[TIME])}
     return Headline(float(h.target_accuracy), float(h.baseline_time), budget, number, algos,
-                    float(h.recipe_time), float(h.recipe_accuracy), float(h.speedup), gain, gain_number)
+                    float(h.recipe_time), float(h.recipe_accuracy), float(h.speedup), gain, gain_number, **best)
 
 
 def _fmt_param(value: Any) -> str:
@@ -442,7 +457,7 @@ def build_info(
                                "hypervolume": hv_curve.hypervolume})
 
     # 5) headline, regimes, effects, curves across budgets
-    headline = _headline(completed, baseline)
+    headline = _headline(completed, baseline, front)
     budgets = tuple(sorted(float(b) for b in completed["budget"].dropna().unique()))
     if len(front) and front["budget"].notna().any():
         regimes = regime_recipes(front[front["budget"].notna()], all_budgets=list(budgets))

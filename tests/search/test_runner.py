@@ -260,7 +260,7 @@ def test_the_objective_is_the_accuracy_of_the_metric_split(make_space):
 
 
 def test_the_live_front_table_and_the_headline(make_space):
-    from recipesearch.search.progress import LogUI, front_table, headline
+    from recipesearch.search.progress import LogUI, front_headline, front_table, headline
 
     space = make_space()
     rows = [  # number, state, is_baseline, budget, algorithms, accuracy, train_seconds
@@ -274,7 +274,12 @@ def test_the_live_front_table_and_the_headline(make_space):
     front = front_table(df, space)
     assert front["number"].tolist() == [2]  # trial 2 dominates both baselines
     assert front["speedup"].tolist() == [pytest.approx(2.0)]
-    assert headline(df, space).startswith("best speedup over the baseline: 2.00x")
+    assert headline(df, space).startswith("speedup at the longest baseline's accuracy 0.9000: 2.00x")
+    assert front_headline(front).startswith(
+        "largest speedup at matched accuracy on the front: 2.00x at 0.9000 (1.00 s): trial 2")
+    df.loc[2, "accuracy"] = 0.78  # baseline 0 dominates it: only baselines are left, no recipe to name
+    assert front_table(df, space)["number"].tolist() == [0, 1]
+    assert front_headline(front_table(df, space)) is None
     df.loc[2, "accuracy"] = 0.80
     assert front_table(df, space)["number"].tolist() == [0, 2, 1]  # equal points both stay on the front
 
