@@ -327,6 +327,11 @@ class RayHandle:
             else:
                 for var, value in thread_env.items():
                     os.environ.setdefault(var, value)
+                # Ray starts workers at nice 15: a timed trial would then yield its core to any other
+                # process, and its train_seconds would measure that load (seen: searches starved to a
+                # halt beside two nice-0 jobs on 2 cores). Trials run at the priority `recipesearch train`
+                # would have. (A cluster's raylets are started by `ray start`, with their own setting.)
+                os.environ.setdefault("RAY_worker_niceness", "0")
                 cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
                 ray.init(num_cpus=cpus, _node_ip_address=LOOPBACK_IP, include_dashboard=False, **common)
         except ConnectionError as exc:
