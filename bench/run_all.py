@@ -18,6 +18,10 @@ What ``--quick`` does, per benchmark:
   (not 20) over reports/bench/replay_table_digits.csv, or, on a clone without that table, records a
   smaller one (24 recipes instead of 96) first.
 - recipe_speedup: digits/resnet8 instead of Fashion-MNIST/cnn, 2 seeds instead of 3.
+
+Not part of any run (slow: valgrind emulates every instruction, imports included): the trainer's
+instructions per step against the bare loop's, `python -m bench.trainer_efficiency --instructions`,
+added to the saved trainer_efficiency results.
 """
 from __future__ import annotations
 

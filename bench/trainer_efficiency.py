@@ -16,13 +16,16 @@ Method
    optimizer add memory traffic but few FLOPs). Achieved FLOP/s = FLOPs per step x steps / train
    seconds of the trainer. The machine's peak is the best of repeated large fp32 ``torch.mm``
    (2 n^3 FLOPs) at the same thread count, measured before and after the arms.
-5) Instructions per step (full mode, where valgrind is installed): wall-clock ratios on a shared VM move
+5) Instructions per step (``python -m bench.trainer_efficiency --instructions``, needs valgrind; a
+   separate step because it is slow: every run is emulated, imports included): wall-clock ratios on a shared VM move
    by +-10% from run to run, more than the 2% the goal asks to resolve. Valgrind's cachegrind counts the
    instructions a process executes, whatever else the machine does: each arm runs in its own process at
    1 thread for ``INSN_STEPS[0]`` and for ``INSN_STEPS[1]`` steps, and the difference of the two counts
    divided by the difference of the steps is the arm's instructions per training step (start-up,
    imports, data decoding and model construction cancel out). Trainer/bare of that is the code's own
-   overhead, exactly; it says nothing about memory stalls, which the wall-clock arms measure.
+   overhead, exactly; it says nothing about memory stalls, which the wall-clock arms measure. The
+   counts are saved next to the timed results (kept when the timed arms are re-run) with their date and
+   the commit they counted, since a code change makes them stale.
 """
 from __future__ import annotations
 
@@ -53,6 +56,9 @@ CONFIGS = [
 ]
 ARMS = ("trainer", "bare", "trainer+channels_last")
 INSN_STEPS = (4, 12)  # steps per counted run: the difference of the two is what is counted
+# Train subset per dataset for the counted runs: instructions per step do not depend on how many images
+# the epoch holds, but decoding all 60k Fashion-MNIST images under valgrind took ~25 minutes a run.
+INSN_SUBSET = {"fashion_mnist": 0.05}
 
 
 def _recipe(dataset: str, model: dict[str, Any], steps: int, steps_per_epoch: int, channels_last: bool = False):
@@ -213,14 +219,16 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
         c["fraction_of_peak"] = summarize(a / peak for a in
                                           [flops_of(c, m) for m in c["runs"] if m["arm"] == "trainer"])
     ratios = [c["ratio_trainer_over_bare"]["median"] for c in configs]
-    insn = None if quick else instructions_per_step()
+    from bench.common import load_result
+
+    previous = load_result(NAME) or {}
     return {
         "name": NAME, "quick": quick, "repeats": repeats, "environment": env, "configs": configs,
         "peak_matmul": {"before": peak_before, "after": peak_after, "best_flops_per_s": peak},
         "goal": {"ratio_min": GOAL_RATIO, "met": bool(all(r >= GOAL_RATIO for r in ratios)),
                  "met_cpu_time": bool(all(c["cpu_ratio_trainer_over_bare"]["median"] >= GOAL_RATIO for c in configs))},
         "load_during_runs": summarize(m["load"][0] for c in configs for m in c["runs"] if m.get("load")),
-        "instructions": insn,
+        "instructions": previous.get("instructions"),  # counted separately (--instructions), dated
         "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
@@ -231,7 +239,7 @@ def _child(arm: str, dataset: str, steps: int) -> None:
 
     torch.set_num_threads(1)
     model = next(m for _, d, m, _, _ in CONFIGS if d == dataset)
-    bundle = load_data(DataSpec(name=dataset), torch.device("cpu"))
+    bundle = load_data(DataSpec(name=dataset, subset=INSN_SUBSET.get(dataset, 1.0)), torch.device("cpu"))
     recipe = _recipe(dataset, model, steps, len(bundle.train.labels) // BATCH).model_copy(update={"threads": 1})
     if arm == "bare":
         bare_loop(recipe, bundle)
@@ -256,13 +264,10 @@ def _count_instructions(arm: str, dataset: str, steps: int) -> int | None:
     return int(m.group(1).replace(",", "")) if r.returncode == 0 and m else None
 
 
-def instructions_per_step() -> dict[str, Any] | None:
+def instructions_per_step() -> dict[str, Any]:
     """Per config: instructions per training step of trainer and bare (cachegrind), and their ratio."""
-    import shutil
     from concurrent.futures import ThreadPoolExecutor
 
-    if shutil.which("valgrind") is None:
-        return None
     jobs = [(arm, d, n) for _, d, _, _, _ in CONFIGS for arm in ("trainer", "bare") for n in INSN_STEPS]
     print(f"[{NAME}] counting instructions: {len(jobs)} runs under cachegrind, 2 at a time", flush=True)
     with ThreadPoolExecutor(2) as pool:  # counts do not depend on load: running two at once is fine
@@ -277,6 +282,35 @@ def instructions_per_step() -> dict[str, Any] | None:
                                                          for n in INSN_STEPS},
                       "per_step": per, "bare_over_trainer": per["bare"] / per["trainer"]}
     return out
+
+
+def count_into_saved_results() -> None:
+    """``--instructions``: count, add the counts to reports/bench/<NAME>.json, rewrite benchmarks.md."""
+    import shutil
+    import subprocess
+    import sys
+
+    from bench.common import REPORTS, ROOT, load_result, save_result
+
+    result = load_result(NAME)
+    if result is None:
+        sys.exit(f"error: no saved results to add the counts to: run `python -m bench.run_all --only {NAME}` first")
+    if shutil.which("valgrind") is None:
+        sys.exit("error: valgrind is not installed (apt install valgrind)")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "recipesearch", "bench"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    t0 = time.perf_counter()
+    counts = instructions_per_step()
+    result["instructions"] = {"counted": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                              "commit": (commit.stdout.strip() or "?") + ("+changes" if dirty else ""),
+                              "wall_seconds": time.perf_counter() - t0, "configs": counts}
+    save_result(NAME, result)
+    from bench.run_all import render_markdown
+
+    (REPORTS / "benchmarks.md").write_text(render_markdown())
+    for label, v in counts.items():
+        print(f"{label}: bare/trainer instructions per step {v['bare_over_trainer']:.4f}")
 
 
 def flops_of(config: dict[str, Any], run: dict[str, Any]) -> float:
@@ -374,7 +408,8 @@ def render(result: dict[str, Any]) -> str:
         md_table(["config", "GFLOP per training step", "achieved GFLOP/s (Trainer)", "peak GFLOP/s (mm)",
                   "% of peak"], flop_rows),
     ]
-    insn = result.get("instructions")
+    counted = result.get("instructions") or {}
+    insn = counted.get("configs")
     if insn:
         rows_i = [[label, f"{v['per_step']['bare'] / 1e6:.2f}", f"{v['per_step']['trainer'] / 1e6:.2f}",
                    f"{(v['per_step']['trainer'] - v['per_step']['bare']) / 1e6:+.3f}", fmt(v["bare_over_trainer"], ".4f"),
@@ -383,8 +418,10 @@ def render(result: dict[str, Any]) -> str:
         parts += ["", f"The code's own overhead, free of the machine's noise: instructions per training step counted "
                   f"by valgrind's cachegrind (1 thread; each arm run for {steps[0]} and for {steps[1]} steps in "
                   "separate processes, per step = difference of the counts / difference of the steps, so start-up, "
-                  "imports and data decoding cancel). The ratio is the images/s ratio the trainer would have if "
-                  "time were proportional to instructions:", "",
+                  "imports and data decoding cancel; Fashion-MNIST on a 5% train subset, which changes nothing per "
+                  "step). The ratio is the images/s ratio the trainer would have if time were proportional to "
+                  f"instructions. Counted {counted.get('counted', '?')} at commit {counted.get('commit', '?')} "
+                  "(`python -m bench.trainer_efficiency --instructions`):", "",
                   md_table(["config", "bare M instr/step", "Trainer M instr/step", "Trainer extra M instr/step",
                             "bare/Trainer (≈ images/s ratio)", "≥ 0.98"], rows_i)]
     if img:
@@ -396,6 +433,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--repeats", type=int)
+    p.add_argument("--instructions", action="store_true",
+                   help="only count instructions per step under valgrind, into the saved results")
     p.add_argument("--child", nargs=3, metavar=("ARM", "DATASET", "STEPS"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
@@ -403,6 +442,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     from bench.common import save_result
 
+    if a.instructions:
+        count_into_saved_results()
+        return
     res = run(a.quick, a.repeats)
     save_result(NAME, res)
     print(render(res))

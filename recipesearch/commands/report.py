@@ -25,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
     if h.number is not None and math.isfinite(h.speedup):
         print(f"best speedup at the baseline's accuracy ({h.baseline_accuracy:.2%} in {h.baseline_seconds:.3g} s): "
               f"{h.speedup:.2f}x, trial {h.number} ({h.algorithms or 'no algorithms'}, {h.recipe_seconds:.3g} s)")
+    if h.front_number is not None:
+        print(f"largest speedup at matched accuracy on the frontier: {h.front_speedup:.2f}x at {h.front_accuracy:.2%} "
+              f"in {h.front_seconds:.3g} s, trial {h.front_number} ({h.front_algorithms or 'no algorithms'})")
     for warning in info.warnings:
         print(f"note: {warning}")
     print(f"wrote {index}")

@@ -53,13 +53,31 @@ def test_front_candidates_keep_the_two_best_when_the_front_is_long(trials, monke
     assert [int(lbl.split(":")[0].split()[1]) for lbl in labels] == [4, 6, 7]
 
 
-def test_search_baselines_extends_the_curve_to_the_standalone_baseline_length(trials):
+def test_search_baselines_extends_the_curve_to_the_standalone_baseline_length_and_below(trials):
     curve = search_baselines(trials, baseline_epochs=10)
-    assert list(curve) == [0.25, 0.5, 1.0, 2.0, 5.0]   # 2 epochs per budget unit: 10 epochs = budget 5
+    assert list(curve) == [0.125, 0.25, 0.5, 1.0, 2.0, 5.0]   # 2 epochs per budget unit: 10 epochs = budget 5
     assert curve[5.0]["budget"] == 5.0 and curve[5.0]["algorithms"] == {}
+    assert curve[0.125] == {**json.loads(trials.iloc[0]["recipe_json"]), "budget": 0.125}
     assert curve[0.5] == json.loads(trials.iloc[1]["recipe_json"])  # the search's own baseline recipe
 
 
-def test_search_baselines_adds_nothing_when_the_search_already_trains_that_long(trials):
-    assert list(search_baselines(trials, baseline_epochs=4)) == [0.25, 0.5, 1.0, 2.0]
+def test_search_baselines_adds_no_long_point_when_the_search_already_trains_that_long(trials):
+    assert list(search_baselines(trials, baseline_epochs=4)) == [0.125, 0.25, 0.5, 1.0, 2.0]
     assert search_baselines(trials[~trials.is_baseline], baseline_epochs=10) == {}
+
+
+def test_a_bound_below_the_baseline_curve_does_not_meet_the_goal():
+    from bench.recipe_speedup import analyse
+
+    def run(arm, secs, acc, seed=0):
+        return {"seed": seed, "arm": arm, "baseline": arm.startswith("baseline"), "accuracy": acc,
+                "train_seconds": secs}
+
+    runs = [run("baseline @ budget 0.5", 20, 0.80), run("baseline @ budget 1", 40, 0.85),
+            run("fast", 5, 0.79),      # 4x faster than the shortest baseline run, but less accurate: a bound
+            run("matched", 25, 0.84)]  # inside the curve: a measured speedup below 2x
+    a = analyse(runs, ["fast", "matched"], n_seeds=1)
+    assert a["rows"]["fast"]["status_on_medians"] == "below_baseline" and a["rows"]["fast"]["speedup_on_medians"] == 4
+    assert a["rows"]["matched"]["status_on_medians"] == "interpolated"
+    assert a["best_speedup_on_medians"] == a["rows"]["matched"]["speedup_on_medians"] < 2
+    assert not a["goal_met"]

@@ -27,6 +27,7 @@ def test_report_rebuilds_everything(built_run, capsys):
     assert main(["report", str(built_run)]) == 0
     out = capsys.readouterr().out
     assert "2.29x" in out and "index.html" in out
+    assert "largest speedup at matched accuracy on the frontier" in out
     assert (built_run / "index.html").is_file() and (built_run / "pareto.csv").is_file()
 
 
