@@ -249,6 +249,9 @@ def budget_curves_figure(info: ReportInfo):
         return fig
     if len(base):
         ax.plot(base[TIME], base[ACC], "s--", color=BASE, ms=5, lw=1.4, label="baseline", zorder=4)
+    if curves.empty:  # say so, rather than leave the reader looking for curves that are not there
+        ax.text(0.98, 0.04, "no recipe besides the baseline was trained at two or more budgets",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=9, color="#6b7280")
     colors = ["#1d4ed8", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2"]
     for g, rows in curves.groupby("group", sort=True):
         rows = rows.sort_values(TIME)
