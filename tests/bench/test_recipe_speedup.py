@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -81,3 +82,43 @@ def test_a_bound_below_the_baseline_curve_does_not_meet_the_goal():
     assert a["rows"]["matched"]["status_on_medians"] == "interpolated"
     assert a["best_speedup_on_medians"] == a["rows"]["matched"]["speedup_on_medians"] < 2
     assert not a["goal_met"]
+
+
+def test_the_best_measured_recipe_is_also_trained_at_the_long_budgets_the_search_never_tried(trials):
+    from bench.recipe_speedup import longer_budget_arms
+
+    arms = longer_budget_arms(trials, sorted(search_baselines(trials, baseline_epochs=10)))
+    # trial 6 has the largest measured (interpolated) speedup; 8's is only a bound, 7 is beyond the curve.
+    # The search's longest budget is 2, so the curve continues at the baseline's budgets 2 and 5.
+    assert [label.split(":")[0] for label, _ in arms] == ["trial 6", "trial 6's recipe @ budget 2 (longer)",
+                                                          "trial 6's recipe @ budget 5 (longer)"]
+    assert [rec["budget"] for _, rec in arms] == [1.0, 2.0, 5.0]
+    assert all(rec["algorithms"] == {"channels_last": {}, "ema": {}} for _, rec in arms)
+    assert longer_budget_arms(trials[trials.is_baseline], [1.0, 2.0]) == []
+
+
+@pytest.mark.parametrize("recipe, speedup, status", [
+    # log time linear in accuracy between (5 s, 0.82) and (20 s, 0.94): 0.90 at 5 * 4^(2/3) = 12.60 s
+    ([(5, 0.82), (20, 0.94)], 40 / (5 * 4 ** (2 / 3)), "interpolated"),
+    ([(5, 0.95), (20, 0.96)], 8.0, "at_first"),          # its cheapest point already beats 0.90: a bound
+    ([(5, 0.82), (20, 0.88)], math.nan, "not reached"),  # never gets there: not extrapolated
+])
+def test_curve_speedup_reads_the_time_to_the_final_baseline_accuracy_off_both_curves(recipe, speedup, status):
+    from bench.recipe_speedup import curve_speedup
+
+    out = curve_speedup([t for t, _ in recipe], [a for _, a in recipe], [10, 20, 40], [0.80, 0.85, 0.90])
+    assert out["target_accuracy"] == 0.90 and out["baseline_time"] == pytest.approx(40)
+    assert out["status"] == status
+    assert out["speedup"] == pytest.approx(speedup, nan_ok=True)
+
+
+def test_analyse_reports_the_curve_speedup_and_its_goal():
+    from bench.recipe_speedup import analyse
+
+    runs = [{"seed": 0, "arm": arm, "baseline": arm.startswith("baseline"), "accuracy": acc, "train_seconds": t}
+            for arm, t, acc in [("baseline @ budget 1", 10, 0.80), ("baseline @ budget 2", 20, 0.85),
+                                ("baseline @ budget 4", 40, 0.90), ("r", 5, 0.82), ("r @ 4", 20, 0.94)]]
+    a = analyse(runs, ["r", "r @ 4"], n_seeds=1, curves={"r": ["r", "r @ 4"]})
+    assert a["curves"]["r"]["speedup"] == pytest.approx(40 / (5 * 4 ** (2 / 3)))
+    assert a["best_speedup_at_final_accuracy"] == pytest.approx(3.17, abs=0.01)
+    assert a["goal_met_at_final_accuracy"]
