@@ -256,15 +256,15 @@ def curve_speedup(recipe_times: list[float], recipe_accs: list[float], base_time
     when the recipe's cheapest point already beats the target (the speedup is then a lower bound); ``not
     reached`` when no point of the recipe gets there (no extrapolation).
     """
+    from recipesearch.analysis import final_baseline_accuracy
     from recipesearch.analysis.speedup import BELOW_BASELINE, INTERPOLATED, time_to_reach
 
-    bt, ba = np.asarray(base_times, float), np.asarray(base_accs, float)
-    ok = np.isfinite(bt) & np.isfinite(ba)
-    if not ok.any():
+    target = final_baseline_accuracy(base_times, base_accs)
+    if math.isnan(target):
         return {"target_accuracy": math.nan, "baseline_time": math.nan, "recipe_time": math.nan,
                 "speedup": math.nan, "status": "no baseline"}
-    longest = np.flatnonzero(ok)[np.lexsort((-ba[ok], -bt[ok]))[0]]
-    target = float(ba[longest])
+    bt, ba = np.asarray(base_times, float), np.asarray(base_accs, float)
+    ok = np.isfinite(bt) & np.isfinite(ba)
     base_time, _ = time_to_reach(target, (bt[ok], ba[ok]))
     rt, ra = np.asarray(recipe_times, float), np.asarray(recipe_accs, float)
     keep = np.isfinite(rt) & np.isfinite(ra)

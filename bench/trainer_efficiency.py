@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.common import (
-    environment, fmt, fmt_summary, goal_text, interleave, load_now, md_table, save_figure, summarize,
+    environment, fmt, fmt_summary, goal_text, interleave, load_now, load_result, md_table, save_figure, summarize,
 )
 
 NAME = "trainer_efficiency"
@@ -219,8 +219,6 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
         c["fraction_of_peak"] = summarize(a / peak for a in
                                           [flops_of(c, m) for m in c["runs"] if m["arm"] == "trainer"])
     ratios = [c["ratio_trainer_over_bare"]["median"] for c in configs]
-    from bench.common import load_result
-
     previous = load_result(NAME) or {}
     return {
         "name": NAME, "quick": quick, "repeats": repeats, "environment": env, "configs": configs,
@@ -290,7 +288,7 @@ def count_into_saved_results() -> None:
     import subprocess
     import sys
 
-    from bench.common import REPORTS, ROOT, load_result, save_result
+    from bench.common import REPORTS, ROOT, save_result
 
     result = load_result(NAME)
     if result is None:

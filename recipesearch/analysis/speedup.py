@@ -214,6 +214,19 @@ def accuracy_at_matched_time(
     return AccuracyGain(float(g.gain[0]), float(g.baseline_accuracy[0]), str(g.status[0]))
 
 
+def final_baseline_accuracy(baseline_times: ArrayLike, baseline_accs: ArrayLike) -> float:
+    """Accuracy of the longest baseline run (the most accurate among equally long runs); NaN when none.
+
+    The accuracy MosaicML state speedups at: the baseline trained for its full budget.
+    """
+    bt = np.asarray(baseline_times, dtype=float).reshape(-1)
+    ba = np.asarray(baseline_accs, dtype=float).reshape(-1)
+    ok = np.flatnonzero(np.isfinite(bt) & (bt > 0) & np.isfinite(ba))
+    if len(ok) == 0:
+        return float("nan")
+    return float(ba[ok[np.lexsort((-ba[ok], -bt[ok]))[0]]])
+
+
 def best_speedup_at_baseline_accuracy(
     recipe_times: ArrayLike,
     recipe_accs: ArrayLike,
@@ -223,8 +236,7 @@ def best_speedup_at_baseline_accuracy(
 ) -> HeadlineSpeedup:
     """The headline number: the fastest recipe reaching the baseline's final accuracy, and its speedup.
 
-    The target is the accuracy of the longest baseline run (the most accurate among equally long runs)
-    unless ``target_accuracy`` is given. The baseline's time is the earliest time its envelope reaches
+    The target is ``final_baseline_accuracy`` unless ``target_accuracy`` is given. The baseline's time is the earliest time its envelope reaches
     the target, so a noisy longest run never inflates the speedup. Ties between equally fast recipes go
     to the more accurate one, then to the lower index. Pass the candidate trials (usually the completed
     non-baseline ones); the index refers to their order.
@@ -233,11 +245,9 @@ def best_speedup_at_baseline_accuracy(
     bt = np.asarray(baseline_times, dtype=float).reshape(-1)
     ba = np.asarray(baseline_accs, dtype=float).reshape(-1)
     if target_accuracy is None:
-        ok = np.flatnonzero(np.isfinite(bt) & (bt > 0) & np.isfinite(ba))
-        if len(ok) == 0:
+        target_accuracy = final_baseline_accuracy(bt, ba)
+        if np.isnan(target_accuracy):
             return HeadlineSpeedup(nan, nan, None, nan, nan, nan)
-        longest = ok[np.lexsort((-ba[ok], -bt[ok]))[0]]
-        target_accuracy = float(ba[longest])
     baseline_time, _ = time_to_reach(target_accuracy, (bt, ba))
     rt = np.atleast_1d(np.asarray(recipe_times, dtype=float))
     ra = np.atleast_1d(np.asarray(recipe_accs, dtype=float))

@@ -10,6 +10,7 @@ from recipesearch.analysis import (
     accuracy_gains_at_matched_time,
     baseline_envelope,
     best_speedup_at_baseline_accuracy,
+    final_baseline_accuracy,
     speedup_at_matched_accuracy,
     speedups_at_matched_accuracy,
     time_to_reach,
@@ -137,3 +138,10 @@ def test_headline_when_nothing_reaches_target():
     assert h.index is None and math.isnan(h.target_accuracy)
     h = best_speedup_at_baseline_accuracy([5.0], [0.85], BT, BA, target_accuracy=0.85)
     assert h.index == 0 and h.speedup == pytest.approx(4.0)
+
+
+def test_final_baseline_accuracy_is_the_longest_run_and_the_best_of_equally_long_ones():
+    assert final_baseline_accuracy([10, 40, 20], [0.80, 0.88, 0.91]) == 0.88  # longest, not most accurate
+    assert final_baseline_accuracy([10, 40, 40], [0.80, 0.88, 0.89]) == 0.89  # tie on time: more accurate
+    assert final_baseline_accuracy([10, math.nan, 0], [0.80, 0.95, 0.99]) == 0.80  # NaN / zero times skipped
+    assert math.isnan(final_baseline_accuracy([], []))
