@@ -10,11 +10,11 @@ Method
    algorithm switches, ``grid``/``choices`` hyperparameters) — see ``grid_space`` — so every point a
    sampler can propose is one of finitely many recipes, and the table can hold all of them (``record_grid``
    trains the whole grid). Lookups key on ``recipesearch.space.params_key`` (the canonical params string).
-2) ``run_study`` is the search loop without Ray: the space's own sampler (``make_sampler``: TPE, NSGA-II,
-   GP, random, each seeded) or the ``sweep`` strategy, the base recipe enqueued first at every budget (as
-   the runner does), then ask → ``space.suggest`` → objective → tell, ``concurrency`` trials asked before
-   their results are told (Ray runs that many at once). The objective is any function of the params:
-   a table lookup (``TableObjective``) or, when recording, a real or synthetic training.
+2) ``run_study`` runs the very loop ``recipesearch search`` runs (``recipesearch.search.loop.SearchLoop``:
+   baselines queued first at every budget, the space's sampler or the sweep, ask → recipe → tell) with the
+   in-process executor instead of Ray Tune: ``concurrency`` trials are asked before their results are told.
+   The objective is any function of the params: a table lookup (``TableObjective``) or, when recording, a
+   real or synthetic training.
 3) Tables that were not recorded on the grid (a real search with continuous parameters) can still be
    replayed with ``miss="nearest"``: a proposal absent from the table gets the result of the nearest
    recorded trial (mismatched switches/choices count 1 each, numbers by their distance in log space over
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -208,62 +209,46 @@ def run_study(
     n_trials: int,
     concurrency: int = 1,
 ) -> list[TrialRecord]:
-    """The runner's ask/tell loop over ``objective`` (no Ray): baselines first, then the space's sampler.
+    """``recipesearch search``'s own loop (``SearchLoop``) over ``objective``, executed in process (no Ray).
 
-    ``objective(params) -> ((accuracy, train_seconds) | None, hit)``; None fails the trial. Trials are
-    asked ``concurrency`` at a time and told in order. A sweep ends when it has nothing left to propose.
+    ``objective(params) -> ((accuracy, train_seconds) | None, hit)``; None fails the trial. The loop queues
+    the baselines first, asks the space's sampler (or the sweep), and the ``InProcess`` executor asks
+    ``concurrency`` trials before their results are told in order, as that many parallel trials would
+    come back. The study lives in memory.
     """
-    import warnings
-
     import optuna
-    from optuna.trial import TrialState
 
-    from recipesearch.search.samplers import CONSTRAINTS_ATTR, SweepStrategy, is_sweep, make_sampler
+    from recipesearch.search import study as st
+    from recipesearch.search.executors import InProcess
+    from recipesearch.search.loop import Proposal, SearchLoop
+    from recipesearch.search.samplers import make_sampler
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    records: list[TrialRecord] = []
+    hits: dict[int, bool] = {}
+
+    def execute(proposal: Proposal) -> dict[str, Any]:
+        found, hit = objective(proposal.params)
+        hits[proposal.number] = hit
+        if found is None:
+            return {"error": "not in the table"}
+        acc, secs = found
+        return {"accuracy": acc, "val_accuracy": acc, "train_seconds": secs}
+
+    def record(frozen: optuna.trial.FrozenTrial) -> None:
+        done = frozen.state.name == "COMPLETE"
+        records.append(TrialRecord(
+            frozen.number, st.trial_params(frozen),
+            frozen.user_attrs["accuracy"] if done else math.nan,
+            frozen.user_attrs["train_seconds"] if done else math.nan,
+            frozen.state.name, hits.get(frozen.number, True)))
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        study = optuna.create_study(directions=list(space.directions), sampler=make_sampler(space))
-        for params in space.baselines():
-            study.enqueue_trial(params, user_attrs={"is_baseline": True})
-        strategy = SweepStrategy(space) if is_sweep(space) else None
-        records: list[TrialRecord] = []
-        history: list[dict[str, Any]] = []
-        while len(records) < n_trials:
-            n_ask = min(concurrency, n_trials - len(records))
-            if strategy is not None:
-                # as the runner: propose only when nothing is queued, and run only what was proposed
-                waiting = sum(t.state == TrialState.WAITING for t in study.get_trials(deepcopy=False))
-                if waiting == 0:
-                    batch = strategy.propose(history)[: n_trials - len(records)]
-                    if not batch:
-                        break
-                    for params in batch:
-                        study.enqueue_trial(params)
-                    waiting = len(batch)
-                n_ask = min(n_ask, waiting)
-            asked = []
-            for _ in range(n_ask):
-                trial = study.ask()
-                asked.append((trial, space.suggest(trial)))
-            for trial, params in asked:
-                outcome, hit = objective(params)
-                number = len(records)
-                if outcome is None or not all(math.isfinite(v) for v in outcome):
-                    study.tell(trial, state=TrialState.FAIL)
-                    rec = TrialRecord(number, params, math.nan, math.nan, "FAIL", hit)
-                else:
-                    acc, secs = outcome
-                    if space.constraints:
-                        trial.set_user_attr(CONSTRAINTS_ATTR, space.constraints_values(acc, secs))
-                    trial.set_user_attr("accuracy", acc)
-                    trial.set_user_attr("train_seconds", secs)
-                    study.tell(trial, space.objective_values(acc, secs))
-                    rec = TrialRecord(number, params, acc, secs, "COMPLETE", hit)
-                records.append(rec)
-                history.append({"params": params, "state": rec.state,
-                                "accuracy": rec.accuracy if rec.state == "COMPLETE" else None,
-                                "train_seconds": rec.train_seconds if rec.state == "COMPLETE" else None})
+        storage = optuna.storages.InMemoryStorage()
+        study = st.open_study(space, storage, make_sampler(space), resuming=False)
+        loop = SearchLoop(space, study, storage, n_trials, on_finish=record)
+        loop.prepare(resuming=False)
+        loop.run(InProcess(execute, concurrency))
     return records
 
 

@@ -103,7 +103,7 @@ def search_arm(space, out: Path) -> dict[str, Any]:
     watcher.start()
     t0 = time.time()
     try:
-        df = search(space, out=out, quiet=True)
+        df = search(space, out=out, quiet=True).trials
     finally:
         stop.set()
     t1 = time.time()

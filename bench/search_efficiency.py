@@ -74,7 +74,7 @@ def run_real(samplers: tuple[str, ...], seeds: list[int], quick: bool) -> list[d
             print(f"  real search: {sampler} seed {seed} -> {out}", flush=True)
             t0 = time.time()
             try:
-                df = search(space, out=out, force=True, quiet=True)
+                df = search(space, out=out, force=True, quiet=True).trials
             except Exception as exc:  # noqa: BLE001 - record and go on with the other samplers
                 runs.append({"sampler": sampler, "seed": seed, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 continue

@@ -1,4 +1,5 @@
-"""``recipesearch search SPACE.yaml --out DIR [--resume | --force] [--address ADDR] [--storage URL] [--quiet]``."""
+"""``recipesearch search SPACE.yaml --out DIR [--resume | --force] [--address ADDR] [--storage URL]
+[--executor ray|inprocess] [--quiet]``."""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="join this Ray cluster (host:port of `ray start --head`) instead of starting a local Ray")
     p.add_argument("--storage", metavar="URL",
                    help="Optuna RDB storage URL shared by a cluster (default: sqlite:///OUT/study.db)")
+    p.add_argument("--executor", choices=("ray", "inprocess"), default="ray",
+                   help="ray: trials on Ray Tune (default); inprocess: no Ray, one trial after another in this process")
     p.add_argument("--trials", type=int, metavar="N", help="total trials, baselines included (overrides the space)")
     p.add_argument("--concurrency", type=int, metavar="N", help="trials at a time (overrides the space)")
     p.add_argument("--report-every", type=int, default=4, metavar="K",
@@ -31,5 +34,6 @@ def run(args: argparse.Namespace) -> int:
 
     search(args.space, out=args.out, resume=args.resume, force=args.force, address=args.address,
            storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,
-           report=args.report, report_every=args.report_every, command=["recipesearch", *sys.argv[1:]])
+           executor=args.executor, report=args.report, report_every=args.report_every,
+           command=["recipesearch", *sys.argv[1:]])
     return 0

@@ -1,21 +1,52 @@
 """``recipesearch.search(space, out=...)``: the Python face of ``recipesearch search``.
 
     import recipesearch
-    df = recipesearch.search("search_spaces/digits.yaml", out="runs/digits")
-    df[df.state == "COMPLETE"].sort_values("train_seconds")
+    result = recipesearch.search("search_spaces/digits.yaml", out="runs/digits")
+    result.trials                      # the trials table, as OUT/trials.csv
+    result.frontier.front              # the Pareto frontier (recipesearch.analysis.frontier)
+    result.report()                    # rebuild OUT/index.html
 
-Returns the trials table, the same rows and columns as ``OUT/trials.csv``.
+Like Ray Tune's ``ResultGrid``: one object over what the run directory holds.
 """
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from recipesearch.errors import UserError
+from recipesearch.rundir import RunDir
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from recipesearch.space import SearchSpace
+
+
+@dataclass(frozen=True, eq=False)
+class SearchResult:
+    trials: pd.DataFrame  # every trial, the rows and columns of trials.csv
+    run_dir: RunDir
+    space: SearchSpace
+
+    @cached_property
+    def frontier(self) -> Any:
+        """``recipesearch.analysis.frontier(trials, space)``: completed, front, baseline curve, speedups."""
+        from recipesearch.analysis.frontier import frontier
+
+        return frontier(self.run_dir.read_trials(), self.space)
+
+    @property
+    def headline(self) -> Any:
+        return self.frontier.headline
+
+    def report(self) -> Path:
+        """Build (again) the HTML report, pareto.csv and recipes/ in the run directory; returns index.html."""
+        from recipesearch.report import build_report
+
+        return build_report(self.run_dir.root)
 
 
 def search(
@@ -28,36 +59,36 @@ def search(
     quiet: bool = False,
     trials: int | None = None,
     concurrency: int | None = None,
+    executor: str = "ray",
     report: bool = True,
     report_every: int = 4,
     command: list[str] | None = None,
-) -> pd.DataFrame:
-    """Run (or with ``resume=True`` continue) a recipe search; return its trials as a DataFrame.
+) -> SearchResult:
+    """Run (or with ``resume=True`` continue) a recipe search; return its ``SearchResult``.
 
     ``space``: a space YAML path or a loaded ``SearchSpace``. ``out``: the run directory; an existing
     non-empty one needs ``resume`` or ``force``. ``address``: join that Ray cluster instead of starting a
     local Ray. ``storage``: an Optuna RDB URL instead of ``sqlite:///OUT/study.db``. ``trials`` and
-    ``concurrency`` override the space's values. ``report``: build the HTML report (recipesearch.report)
-    every ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
+    ``concurrency`` override the space's values. ``executor``: "ray" (trials on Ray Tune) or "inprocess"
+    (no Ray: one trial after another in this process). ``report``: build the HTML report every
+    ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
     before anything is written or started.
     """
-    from recipesearch.search import storage as st
     from recipesearch.space import SearchSpace, load_space
 
     if resume and force:
-        from recipesearch.errors import UserError
-
         raise UserError("--resume and --force contradict each other; pass one")
     loaded = space if isinstance(space, SearchSpace) else load_space(space)
-    st.check_run_dir(out, loaded, resume, force)  # fails before Ray or torch are even imported
+    RunDir(out).check(loaded, resume, force)  # fails before Ray or torch are even imported
 
-    from recipesearch.search.runner import SearchOptions, SearchRunner
+    from recipesearch.search.driver import SearchDriver, SearchOptions
 
     options = SearchOptions(out=Path(out), resume=resume, force=force, address=address, storage=storage,
-                            quiet=quiet, trials=trials, concurrency=concurrency, report=report,
-                            report_every=report_every,
+                            quiet=quiet, trials=trials, concurrency=concurrency, executor=executor,  # type: ignore[arg-type]
+                            report=report, report_every=report_every,
                             command=command or _api_command(loaded, out))
-    return SearchRunner(loaded, options).run()
+    df = SearchDriver(loaded, options).run()
+    return SearchResult(df, RunDir(out), loaded)
 
 
 def _api_command(space: Any, out: str | Path) -> list[str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
-from recipesearch.search.storage import INTERRUPTED, count_finished_rows
+from recipesearch.search.study import INTERRUPTED, count_finished_rows
 
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace

@@ -1,0 +1,270 @@
+"""``RunDir``: the one owner of a search's run directory — its paths, atomic writes, run.json and trials.csv.
+
+A run directory holds::
+
+    space.yaml    exact copy of the space file the search was started with
+    study.db      Optuna RDB storage (SQLite) unless --storage names a database server
+    run.json      command lines, library versions, hardware, start/end times, space hash, storage, Ray address
+    trials.csv    one row per trial (the contract below), rewritten atomically after every finished trial
+    ray/          Ray Tune's own experiment folders (one per session), logs only
+    pareto.csv, recipes/, plots/, index.html    what the report writes
+
+trials.csv contract (search -> report, docs/ARCHITECTURE.md): ``HEAD_COLUMNS``, then ``params_<name>`` for
+every sampled parameter, then ``TAIL_COLUMNS``. ``write_trials`` and ``read_trials`` are the pair that
+writes and reads it; nothing else opens the file.
+
+Every write goes through ``write_atomic``: a temporary file next to the target, then ``os.replace``
+(atomic on one file system), so a browser or a report reading while the search writes sees the old file
+or the new one, never half of either. The temporary name carries process and thread ids, so two writers
+(the search and a concurrent ``recipesearch report``) never share one.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recipesearch.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from recipesearch.space import SearchSpace
+
+HEAD_COLUMNS = ("number", "state", "is_baseline", "budget", "epochs", "algorithms")
+TAIL_COLUMNS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "cost",
+                "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete", "seed")
+NUMERIC_COLUMNS = ("budget", "epochs", "accuracy", "val_accuracy", "loss", "train_seconds", "throughput",
+                   "data_wait_fraction", "cost", "seed")
+TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete")
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():  # only when the write or the rename failed
+            tmp.unlink()
+    return path
+
+
+def now_iso() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    def __init__(self, root: str | Path):
+        object.__setattr__(self, "root", Path(root))
+
+    # -- paths
+    @property
+    def space_yaml(self) -> Path:
+        return self.root / "space.yaml"
+
+    @property
+    def study_db(self) -> Path:
+        return self.root / "study.db"
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def trials_csv(self) -> Path:
+        return self.root / "trials.csv"
+
+    @property
+    def ray_dir(self) -> Path:
+        return self.root / "ray"
+
+    def default_storage(self) -> str:
+        return f"sqlite:///{self.study_db.resolve()}"
+
+    # -- opening for a search: every refusal comes before anything is written
+    def check(self, space: SearchSpace, resume: bool, force: bool) -> bool:
+        """Check the directory against the flags without writing anything; True when resuming.
+
+        A non-empty directory is only reused with ``--resume`` (same space) or wiped with ``--force``.
+        """
+        root = self.root
+        if root.exists() and not root.is_dir():
+            raise UserError(f"--out: {root} exists and is not a directory")
+        non_empty = root.is_dir() and any(root.iterdir())
+        if non_empty and not (resume or force):
+            raise UserError(f"--out: {root} is not empty; pass --resume to continue that search or --force to "
+                            "delete it and start again")
+        if non_empty and force and not resume and not any(p.exists() for p in (self.space_yaml, self.run_json)):
+            # --force deletes the directory: only when it is a search's run directory, never a typo'd $HOME
+            raise UserError(f"--force: {root} does not look like a search run directory (no space.yaml or "
+                            "run.json); not deleting it")
+        if not (resume and non_empty):
+            return False
+        if not self.space_yaml.is_file():
+            raise UserError(f"--resume: {root} has no space.yaml; is it the --out directory of a search?")
+        if self.space_yaml.read_text() != space.text:
+            # Same content written differently (comments, order) is the same search: compare hashes.
+            from recipesearch.space import loads_space  # only a resume of an edited file needs the parser
+
+            old = loads_space(self.space_yaml.read_text(), source=str(self.space_yaml),
+                              base_dir=space.path.parent if space.path else None)
+            if old.hash != space.hash:
+                raise UserError(f"--resume: the space differs from {self.space_yaml} (hash {old.hash} vs "
+                                f"{space.hash}); resume with the same space or start again with --force")
+        return True
+
+    def prepare(self, space: SearchSpace, resume: bool, force: bool) -> bool:
+        """``check``, then make the directory: wiped with --force, space.yaml written when fresh."""
+        resuming = self.check(space, resume, force)
+        if not resuming and force and self.root.is_dir():
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not resuming:
+            write_atomic(self.space_yaml, space.text)
+        return resuming
+
+    # -- trials.csv: the writer and the reader
+    def write_trials(self, df: pd.DataFrame) -> None:
+        write_atomic(self.trials_csv, df.to_csv(index=False))
+
+    def read_trials(self) -> pd.DataFrame:
+        """trials.csv with every contract column present in a usable dtype, sorted by trial number."""
+        import pandas as pd
+
+        if not self.root.is_dir():
+            raise UserError(f"{self.root}: no such run directory")
+        if not self.trials_csv.is_file():
+            raise UserError(f"{self.root}: no trials.csv; is this the --out directory of a recipesearch search?")
+        try:
+            raw = pd.read_csv(self.trials_csv, keep_default_na=True)
+        except pd.errors.EmptyDataError:
+            raw = pd.DataFrame()
+        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise UserError(f"{self.trials_csv}: not a readable CSV file ({str(exc).splitlines()[0]})") from None
+        return normalise_trials(raw)
+
+    # -- run.json and space.yaml
+    def read_meta(self) -> dict[str, Any]:
+        """run.json as a dict; {} when missing or damaged (a damaged file loses the hardware section only)."""
+        try:
+            loaded = json.loads(self.run_json.read_text())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    def read_space_text(self) -> str:
+        return self.space_yaml.read_text(errors="replace") if self.space_yaml.is_file() else ""
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "t", "y")
+    try:
+        return bool(value) and not (isinstance(value, float) and math.isnan(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def normalise_trials(df: pd.DataFrame) -> pd.DataFrame:
+    """Every contract column present with a usable dtype, rows sorted by trial number (CSV or hand-made)."""
+    import numpy as np
+    import pandas as pd
+
+    df = df.copy()
+    if "number" not in df:
+        df["number"] = np.arange(len(df))
+    df["number"] = pd.to_numeric(df["number"], errors="coerce")
+    df = df[df["number"].notna()].copy()
+    df["number"] = df["number"].astype(int)
+    for col in NUMERIC_COLUMNS:
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float) if col in df else np.nan
+    for col in TEXT_COLUMNS:
+        df[col] = df[col].map(_text) if col in df else ""
+    if "state" in df and (df["state"] == "").all() and len(df):
+        df["state"] = "COMPLETE"
+    df["state"] = df["state"].str.upper().replace("", "UNKNOWN")
+    df["algorithms"] = df["algorithms"].map(lambda s: "+".join(sorted(a.strip() for a in s.split("+") if a.strip())))
+    df["is_baseline"] = df["is_baseline"].map(_as_bool).astype(bool) if "is_baseline" in df else False
+    return df.sort_values("number", kind="stable").reset_index(drop=True)
+
+
+class RunLog:
+    """run.json: what ran, where and when. One entry in ``sessions`` per start or resume."""
+
+    def __init__(self, run: RunDir, resuming: bool):
+        self.path = run.run_json
+        self.data: dict[str, Any] = run.read_meta() if resuming else {}
+        self.data.setdefault("sessions", [])
+
+    def start(self, *, command: list[str], space: SearchSpace, storage: str, ray_address: str | None,
+              n_trials: int, run_dir: Path, executor: str) -> None:
+        from recipesearch.env_info import hardware, library_versions
+
+        started = now_iso()
+        self.data.update({
+            "command": command,
+            "run_dir": str(run_dir.resolve()),
+            "space_name": space.name,
+            "space_hash": space.hash,
+            "space_path": str(space.path) if space.path else None,
+            "storage": redact_url(storage),
+            "ray_address": ray_address,
+            "executor": executor,
+            "trials": n_trials,
+            "objectives": list(space.objectives),
+            "directions": list(space.directions),
+            "metric_split": space.metric_split,
+            "versions": library_versions(),
+            "hardware": hardware(),
+            "status": "running",
+            "end_time": None,
+        })
+        self.data.setdefault("start_time", started)
+        self.data["sessions"].append({"command": command, "start_time": started, "end_time": None,
+                                      "ray_address": ray_address, "executor": executor})
+        self.save()
+
+    def update(self, **fields: Any) -> None:
+        self.data.update(fields)
+        self.save()
+
+    def finish(self, status: str, **fields: Any) -> None:
+        end = now_iso()
+        self.data.update(fields, status=status)
+        if self.data["sessions"]:
+            self.data["sessions"][-1]["end_time"] = end
+            self.data["sessions"][-1]["status"] = status
+        if status == "finished":
+            self.data["end_time"] = end
+        self.save()
+
+    def save(self) -> None:
+        write_atomic(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+
+
+def redact_url(url: str) -> str:
+    """A database URL without its password (run.json is shared with reports)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL sqlalchemy knows: shown as given
+        return url

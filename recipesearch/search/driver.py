@@ -1,0 +1,248 @@
+"""The driver of ``recipesearch search``: run directory, study, executor, live display, report.
+
+    check flags and run directory; start a local Ray or join --address   # nothing written before this
+    open (or create) the Optuna RDB study            # study.db, or --storage URL
+    loop.prepare: interrupted trials queued again, the base recipe queued at every budget
+    loop.run(executor)                               # search/loop.py; Ray Tune or in-process
+        each finished trial -> trials.csv rewritten -> live table -> report every few trials
+    stop Ray, report, summary, run.json end time
+
+The per-trial hooks run inside the executor's event loop (Tune's, for Ray): they are quick, and a display
+or disk problem there is reported, never allowed to stop the search — the study already holds the trial.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from recipesearch.errors import UserError
+from recipesearch.rundir import RunDir, RunLog
+from recipesearch.search import study as st
+from recipesearch.search.loop import Proposal, SearchLoop
+from recipesearch.search.samplers import make_sampler
+
+if TYPE_CHECKING:
+    import optuna
+    import pandas as pd
+
+    from recipesearch.search.progress import SearchUI
+    from recipesearch.space import SearchSpace
+
+EXECUTORS = ("ray", "inprocess")
+
+
+@dataclass
+class SearchOptions:
+    out: Path
+    resume: bool = False
+    force: bool = False
+    address: str | None = None  # join this Ray cluster instead of starting a local one
+    storage: str | None = None  # Optuna RDB URL; default sqlite:///OUT/study.db
+    quiet: bool = False
+    trials: int | None = None  # overrides space.trials
+    concurrency: int | None = None  # overrides space.concurrency
+    executor: Literal["ray", "inprocess"] = "ray"  # inprocess: no Ray, trials one after another here
+    report: bool = True  # build the report (recipesearch.report) at the end, and during the search
+    report_every: int = 4  # rebuild the report after this many finished trials (0: only at the end)
+    # ... but at most this often: a build is ~4 s of CPU that would compete with the trials being timed
+    report_interval_s: float = 60.0
+    command: list[str] = field(default_factory=lambda: list(sys.argv))
+
+
+class SearchDriver:
+    def __init__(self, space: SearchSpace, options: SearchOptions, ui: SearchUI | None = None):
+        self.space, self.opts = space, options
+        self.n_trials = int(options.trials if options.trials is not None else space.trials)
+        self.concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
+        if self.n_trials < len(space.budgets):
+            raise UserError(f"--trials must be at least {len(space.budgets)}: the baseline at every budget")
+        if self.concurrency < 1:
+            raise UserError("--concurrency must be at least 1")
+        if options.executor not in EXECUTORS:
+            raise UserError(f"--executor must be one of {', '.join(EXECUTORS)}, not {options.executor!r}")
+        if options.executor == "inprocess" and options.address:
+            raise UserError("--executor inprocess trains in this process; it cannot use --address")
+        if ui is None:
+            from recipesearch.search.progress import make_ui
+
+            ui = make_ui(quiet=options.quiet)
+        self.ui = ui
+        self.run_dir = RunDir(options.out)
+        self.ray: Any = None
+        self.log: RunLog | None = None
+        self.loop: SearchLoop | None = None
+        self._finished_since_report = 0
+        self._last_report = time.monotonic()  # the first intermediate report comes after an interval
+        self._report_proc: subprocess.Popen | None = None
+        self._hook_warned: set[str] = set()
+
+    # -- the whole job
+    def run(self) -> pd.DataFrame:
+        space, opts, run = self.space, self.opts, self.run_dir
+        # 1) everything that can refuse, before anything is written: flags vs run dir, storage, Ray
+        run.check(space, opts.resume, opts.force)
+        storage = st.make_storage(opts.storage) if opts.storage else None
+        cluster: dict[str, float] = {}
+        if opts.executor == "ray":
+            from recipesearch.search.ray_tune import RayHandle
+
+            self.ray = RayHandle(opts.address, space.threads_per_trial)
+        try:
+            if self.ray is not None:
+                cluster = self.ray.check_resources(space.resources.cpus, space.resources.gpus)
+            # 2) the run dir and the study
+            resuming = run.prepare(space, opts.resume, opts.force)
+            url = opts.storage or run.default_storage()
+            storage = storage or st.make_storage(url)
+            sampler = make_sampler(space)
+            if resuming:
+                # The seeded sampler would replay the first session's draws (its RNG starts over): the
+                # same recipes trained twice. A fresh seed; the history in the study still guides it.
+                sampler.reseed_rng()
+            self.study = st.open_study(space, storage, sampler, resuming, force=opts.force)
+            self.loop = SearchLoop(space, self.study, storage, self.n_trials, self._on_start, self._on_finish)
+            recovered, baselines = self.loop.prepare(resuming)
+            self.log = RunLog(run, resuming)
+            address = self.ray.address if self.ray is not None else None
+            self.log.start(command=opts.command, space=space, storage=url, ray_address=address,
+                           n_trials=self.n_trials, run_dir=run.root, executor=opts.executor)
+            self.log.update(cluster=cluster, concurrency=self.concurrency)
+            self._write_csv()
+            done = self.loop.finished()
+            where = ("in-process" if self.ray is None else address if opts.address else "local")
+            self.ui.start(space=space, total=self.n_trials, done=done, run_dir=run.root, ray_address=where)
+            if resuming:
+                self.ui.message(f"resuming {run.root}: {done} trials finished, {recovered} interrupted "
+                                "trials queued again")
+            elif baselines:
+                self.ui.message(f"baseline first: the base recipe at {baselines} budget(s)")
+            self.loop.run(self._executor())
+            if self.loop.stop_reason:
+                self.ui.message(self.loop.stop_reason)
+        except KeyboardInterrupt:
+            self._interrupted()
+            raise
+        except BaseException:
+            self.ui.stop()
+            self._close("failed")
+            raise
+        df = self._write_csv()
+        self.ui.stop()
+        self._close("finished")
+        self._report(final=True)
+        self.ui.summary(df, space)
+        return df
+
+    def _executor(self) -> Any:
+        if self.ray is None:
+            from recipesearch.search.executors import InProcess
+
+            return InProcess(concurrency=1)  # one process trains one trial at a time
+        from recipesearch.search.ray_tune import RayTune
+
+        session = len(self.log.data.get("sessions", [])) if self.log else 0
+        resources = {"cpu": self.space.resources.cpus, "gpu": self.space.resources.gpus}
+        return RayTune(self.run_dir.ray_dir, resources, self.concurrency, session)
+
+    # -- per-trial hooks
+    def _on_start(self, proposal: Proposal) -> None:
+        try:
+            self.ui.trial_started(proposal.number, proposal.attrs)
+        except Exception as exc:  # noqa: BLE001
+            self._hook_failed("display", exc)
+
+    def _on_finish(self, frozen: optuna.trial.FrozenTrial) -> None:
+        try:
+            df = self._write_csv()
+        except OSError as exc:
+            self._hook_failed("trials.csv", exc)
+            return
+        if not st.is_interrupted(frozen):
+            self._finished_since_report += 1
+        try:
+            self.ui.trial_finished(st.trial_row(frozen, self.space), df)
+        except Exception as exc:  # noqa: BLE001
+            self._hook_failed("display", exc)
+        due = time.monotonic() - self._last_report >= self.opts.report_interval_s
+        if self.opts.report_every and self._finished_since_report >= self.opts.report_every and due:
+            self._finished_since_report = 0
+            self._last_report = time.monotonic()
+            self._report(final=False)
+
+    def _hook_failed(self, what: str, exc: Exception) -> None:
+        if what not in self._hook_warned:
+            self._hook_warned.add(what)
+            print(f"warning: {what} not updated ({type(exc).__name__}: {exc}); the search goes on, the study "
+                  "in the run directory has every result", file=sys.stderr)
+
+    def _write_csv(self) -> pd.DataFrame:
+        df = st.trials_frame(self.study.get_trials(deepcopy=False), self.space, self.space.param_names())
+        self.run_dir.write_trials(df)
+        return df
+
+    # -- report: recipesearch.report.build_report(run_dir), never fatal
+    def _report(self, final: bool) -> None:
+        if not self.opts.report:
+            return
+        if self._report_proc is not None and self._report_proc.poll() is None:
+            if not final:
+                return  # the previous one is still drawing: skip, a later one covers it
+            self._report_proc.wait()
+        if self._report_proc is not None and self._report_proc.returncode not in (None, 0):
+            self.ui.message(f"warning: the report failed (exit {self._report_proc.returncode}); "
+                            f"see {self.run_dir.root / 'report.log'}")
+        self._report_proc = None
+        if final:
+            try:
+                from recipesearch.report import build_report
+
+                build_report(self.run_dir.root)
+                self.ui.message(f"report: {self.run_dir.root}")
+            except Exception as exc:  # noqa: BLE001 - the search results are safe; the report can be rebuilt
+                self.ui.message(f"warning: the report failed ({type(exc).__name__}: {exc}); rebuild it with "
+                                f"`recipesearch report {self.run_dir.root}`")
+            return
+        # During the search: in a separate process at the lowest CPU priority, so drawing plots neither
+        # stalls the executor's event loop nor steals CPU from the trials being timed.
+        code = ("import os, sys; os.nice(19); from recipesearch.report import build_report; "
+                "build_report(sys.argv[1])")
+        log_file = open(self.run_dir.root / "report.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self._report_proc = subprocess.Popen([sys.executable, "-c", code, str(self.run_dir.root)],
+                                                 stdout=log_file, stderr=subprocess.STDOUT,
+                                                 stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.ui.message(f"warning: could not start the report ({exc})")
+        finally:
+            log_file.close()
+
+    # -- ending
+    def _interrupted(self) -> None:
+        """Ctrl-C: trials in flight are recorded interrupted (and queued again) before we go."""
+        self.ui.stop()
+        if self.loop is None:
+            self._close("interrupted")
+            return
+        n = 0
+        try:
+            n = self.loop.interrupt_all()
+            self._write_csv()
+        except Exception as exc:  # noqa: BLE001 - a half-written trial stays RUNNING; --resume handles it
+            self.ui.message(f"warning: could not record the interrupted trials ({exc}); --resume will")
+        self._close("interrupted", interrupted_trials=n)
+        self.ui.message(f"interrupted; {n} trial(s) in flight will run again with: recipesearch search "
+                        f"{self.space.path or 'SPACE'} --out {self.run_dir.root} --resume")
+
+    def _close(self, status: str, **fields: Any) -> None:
+        try:
+            if self.log is not None:
+                self.log.finish(status, **fields)
+        finally:
+            if self.ray is not None:
+                self.ray.stop()
+            if self._report_proc is not None and self._report_proc.poll() is None and status != "finished":
+                self._report_proc.terminate()

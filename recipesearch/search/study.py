@@ -1,0 +1,226 @@
+"""The Optuna study of a search, through Optuna's public API only: open it, read trials, requeue, tabulate.
+
+The study is the single source of truth: every measured number, the trained recipe and the error text
+are trial ``user_attrs``, so trials.csv is a pure function of the study (``trials_frame``) and
+``optuna.load_study`` (or optuna-dashboard) sees exactly what the report sees.
+
+Interrupted trials: a trial whose driver went away before it finished is told FAIL with
+``error="interrupted"`` and its parameters are enqueued again, so the sampler keeps every completed trial
+in its history and the interrupted recipe runs once more. Interrupted failures do not count towards the
+trial budget (``count_finished``).
+
+Params of a queued trial: Optuna keeps an enqueued trial's parameters internally until it is asked, so
+whatever we enqueue also carries its params as the user attr ``QUEUED_PARAMS``: trials.csv, the sweep and
+resume read them from there.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from recipesearch.errors import UserError
+from recipesearch.rundir import HEAD_COLUMNS, TAIL_COLUMNS, redact_url
+from recipesearch.space import params_key
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from recipesearch.space import SearchSpace
+
+INTERRUPTED = "interrupted"  # error text of a trial whose driver went away before it finished
+QUEUED_PARAMS = "queued_params"  # user attr: the params an enqueued trial was queued with
+
+
+# 1) opening -----------------------------------------------------------------------------------------
+
+
+def make_storage(url: str) -> optuna.storages.BaseStorage:
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        # One writer (this driver) but report/dashboard readers may hold the lock for a moment.
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+    try:
+        return optuna.storages.RDBStorage(url, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - bad URL, missing driver, unreachable server: one line
+        raise UserError(f"--storage: cannot open {redact_url(url)}: {str(exc).splitlines()[0]}") from None
+
+
+def open_study(space: SearchSpace, storage: optuna.storages.BaseStorage, sampler: Any,
+               resuming: bool, force: bool = False) -> optuna.Study:
+    """Create the study (fresh run) or load it (resume), checking its directions against the space.
+
+    A fresh run finding a study of the same name (a shared --storage) refuses, unless ``force``: then
+    that study is deleted, as --force deletes the run directory. Replay passes an ``InMemoryStorage``.
+    """
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if space.name in optuna.get_all_study_names(storage=storage) and not resuming:
+        if not force:
+            raise UserError(f"--storage already has a study named {space.name!r}; pass --resume to continue "
+                            "it, --force to delete it, or rename the space")
+        optuna.delete_study(study_name=space.name, storage=storage)
+    study = optuna.create_study(storage=storage, study_name=space.name, sampler=sampler,
+                                directions=list(space.directions), load_if_exists=True)
+    found = [d.name.lower() for d in study.directions]
+    if found != list(space.directions):
+        raise UserError(f"study {space.name!r} has directions {found}, the space {list(space.directions)}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(list(space.objectives))  # column names in optuna-dashboard
+    return study
+
+
+# 2) reading trials ----------------------------------------------------------------------------------
+
+
+def trial_params(t: FrozenTrial) -> dict[str, Any]:
+    """Params of any trial: sampled ones, or those it was queued with while it waits."""
+    if t.params:
+        return dict(t.params)
+    queued = t.user_attrs.get(QUEUED_PARAMS)
+    if queued:
+        return dict(queued)
+    # Studies written before QUEUED_PARAMS existed: Optuna's record of an enqueued trial's params.
+    return dict(t.system_attrs.get("fixed_params") or {})
+
+
+def is_interrupted(t: FrozenTrial) -> bool:
+    return t.state == TrialState.FAIL and t.user_attrs.get("error") == INTERRUPTED
+
+
+def count_finished(trials: Sequence[FrozenTrial]) -> int:
+    """Trials that count towards the budget: COMPLETE or FAIL for a reason of their own."""
+    return sum(1 for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL) and not is_interrupted(t))
+
+
+def count_finished_rows(df: pd.DataFrame) -> int:
+    """``count_finished`` on a trials.csv table."""
+    if df.empty:
+        return 0
+    return int((df["state"].isin(["COMPLETE", "FAIL"]) & (df["error"] != INTERRUPTED)).sum())
+
+
+def count_in_state(trials: Sequence[FrozenTrial], state: TrialState) -> int:
+    return sum(1 for t in trials if t.state == state)
+
+
+def objective_accuracy(attrs: dict[str, Any], space: SearchSpace) -> float | None:
+    value = attrs.get("val_accuracy" if space.metric_split == "val" else "accuracy")
+    return float(value) if value is not None else None
+
+
+def sweep_history(trials: Sequence[FrozenTrial], space: SearchSpace) -> list[dict[str, Any]]:
+    """``SweepStrategy.propose`` input: one dict per trial (in-flight ones included, interrupted ones not)."""
+    out = []
+    for t in trials:
+        if is_interrupted(t):
+            continue  # its requeued copy stands for it
+        done = t.state == TrialState.COMPLETE
+        out.append({"params": trial_params(t), "state": t.state.name,
+                    "accuracy": objective_accuracy(t.user_attrs, space),
+                    "train_seconds": t.user_attrs.get("train_seconds") if done else None})
+    return out
+
+
+# 3) queueing ----------------------------------------------------------------------------------------
+
+
+def enqueue(study: optuna.Study, params: dict[str, Any], **attrs: Any) -> None:
+    study.enqueue_trial(params, user_attrs={QUEUED_PARAMS: dict(params), **attrs})
+
+
+def ensure_baselines(study: optuna.Study, space: SearchSpace) -> int:
+    """Enqueue the base recipe at every budget that has no baseline trial yet (any state). Returns how many."""
+    present = {params_key(trial_params(t)) for t in study.get_trials(deepcopy=False) if not is_interrupted(t)}
+    added = 0
+    for params in space.baselines():
+        if params_key(params) not in present:
+            enqueue(study, params, is_baseline=True)
+            added += 1
+    return added
+
+
+def requeue_attrs(t: FrozenTrial | optuna.Trial, number: int) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"requeued_from": number}
+    if "is_baseline" in t.user_attrs:
+        attrs["is_baseline"] = t.user_attrs["is_baseline"]
+    return attrs
+
+
+def rerun_params(t: FrozenTrial) -> dict[str, Any]:
+    """What to run again for an interrupted trial: all of its params, or nothing.
+
+    An enqueued trial (baseline, sweep move, earlier re-run) keeps its full params. A sampled one is
+    complete once the loop stored its recipe attrs (``algorithms``); a driver killed in the middle of
+    drawing params leaves a partial set that never reached a worker: nothing to re-run.
+    """
+    queued = t.user_attrs.get(QUEUED_PARAMS) or t.system_attrs.get("fixed_params")
+    if queued:
+        return dict(queued)
+    return dict(t.params) if "algorithms" in t.user_attrs else {}
+
+
+def recover_interrupted(study: optuna.Study, storage: optuna.storages.BaseStorage) -> int:
+    """Mark the RUNNING trials a killed driver left behind as interrupted and enqueue them again.
+
+    Assumes no other driver runs this study at the same time (a shared --storage included). The error
+    text goes through the storage's public ``set_trial_user_attr``: no ``optuna.Trial`` exists for a
+    trial this process did not ask.
+    """
+    stale = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.RUNNING]
+    study_id = storage.get_study_id_from_name(study.study_name) if stale else None
+    for t in stale:
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
+        storage.set_trial_user_attr(trial_id, "error", INTERRUPTED)
+        study.tell(t.number, state=TrialState.FAIL)
+        params = rerun_params(t)
+        if params:
+            enqueue(study, params, **requeue_attrs(t, t.number))
+    return len(stale)
+
+
+# 4) trials.csv rows ---------------------------------------------------------------------------------
+
+
+def _iso(dt: datetime | None) -> str:
+    return dt.isoformat(sep=" ", timespec="seconds") if dt else ""
+
+
+def trial_row(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, Any]:
+    """One trials.csv row from one stored trial: params as ``params_<name>``, metrics from user_attrs."""
+    a = t.user_attrs
+    params = trial_params(t)
+    row: dict[str, Any] = {"number": t.number, "state": t.state.name}
+    is_base = a.get("is_baseline")
+    if is_base is None and space is not None and params:
+        is_base = space.is_baseline(params)
+    row["is_baseline"] = bool(is_base)
+    row["budget"] = a.get("budget", params.get("budget"))
+    row["epochs"] = a.get("epochs")
+    row["algorithms"] = a.get("algorithms", "")
+    row.update({f"params_{k}": v for k, v in params.items()})
+    for col in TAIL_COLUMNS:
+        row[col] = a.get(col)
+    row["datetime_start"] = _iso(t.datetime_start)
+    row["datetime_complete"] = _iso(t.datetime_complete)
+    row["error"] = a.get("error") or ""
+    row["recipe_id"] = a.get("recipe_id") or ""
+    row["recipe_json"] = a.get("recipe_json") or ""
+    return row
+
+
+def trials_frame(trials: Sequence[FrozenTrial], space: SearchSpace | None = None,
+                 param_names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The trials.csv table: contract columns, ``params_<name>`` for every parameter, sorted by number."""
+    import pandas as pd
+
+    rows = [trial_row(t, space) for t in sorted(trials, key=lambda t: t.number)]
+    names = set(param_names or ())
+    for r in rows:
+        names.update(k[len("params_"):] for k in r if k.startswith("params_"))
+    columns = [*HEAD_COLUMNS, *(f"params_{n}" for n in sorted(names)), *TAIL_COLUMNS]
+    return pd.DataFrame(rows, columns=columns)

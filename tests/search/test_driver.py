@@ -1,0 +1,34 @@
+"""search/driver.py + api.py: a whole search without Ray (the in-process executor), and its result object."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import recipesearch
+from recipesearch.errors import UserError
+from recipesearch.search.api import SearchResult
+
+
+def test_an_in_process_search_runs_to_its_budget(tmp_path, write_space, load_run_study):
+    path = write_space(trials=5)
+    out = tmp_path / "run"
+    result = recipesearch.search(path, out=out, executor="inprocess", quiet=True, report=False)
+    assert isinstance(result, SearchResult) and result.run_dir.root == out
+    csv = pd.read_csv(out / "trials.csv")
+    assert csv["number"].tolist() == result.trials["number"].tolist() == [0, 1, 2, 3, 4]
+    assert (csv["state"] == "COMPLETE").all() and csv.loc[:1, "is_baseline"].all()
+    trials = load_run_study(out).get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 5
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["executor"] == "inprocess" and meta["ray_address"] is None and meta["status"] == "finished"
+    import ray
+
+    assert not ray.is_initialized()  # no Ray was started
+
+
+def test_in_process_cannot_join_a_cluster(tmp_path, write_space):
+    with pytest.raises(UserError, match="--executor inprocess"):
+        recipesearch.search(write_space(), out=tmp_path / "run", executor="inprocess", address="127.0.0.2:1")
+    assert not (tmp_path / "run").exists()

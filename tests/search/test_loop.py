@@ -1,0 +1,215 @@
+"""search/loop.py: ask → recipe → tell over the persistent study; baselines, failures, requeue, sweep."""
+from __future__ import annotations
+
+import json
+import math
+
+import optuna
+import pytest
+
+from recipesearch.errors import ConfigError, UserError
+from recipesearch.rundir import HEAD_COLUMNS, TAIL_COLUMNS
+from recipesearch.search import study as st
+from recipesearch.search.executors import InProcess
+from recipesearch.search.loop import DONE, WAIT, Proposal, SearchLoop, outcome
+from recipesearch.search.samplers import make_sampler
+from recipesearch.search.trial import run_recipe
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+GOOD = {"accuracy": 0.91, "val_accuracy": math.nan, "loss": 0.3, "train_seconds": 1.5, "throughput": 900.0,
+        "data_wait_fraction": 0.05, "epochs": 1.0, "error": None, "wall_seconds": 1.9, "node": "127.0.0.2"}
+
+
+def open_loop(tmp_path, space, n_trials=None, resuming=False):
+    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = st.open_study(space, storage, make_sampler(space), resuming=resuming)
+    seen = {"started": [], "finished": []}
+    loop = SearchLoop(space, study, storage, n_trials or space.trials, seen["started"].append,
+                      seen["finished"].append)
+    loop.prepare(resuming)
+    return loop, study, seen
+
+
+@pytest.fixture
+def fresh(tmp_path, make_space):
+    space = make_space()
+    loop, study, seen = open_loop(tmp_path, space)
+    return loop, study, space, seen
+
+
+def test_first_trials_are_the_baselines_and_get_a_recipe(fresh):
+    loop, study, space, seen = fresh
+    proposals = [loop.ask() for _ in space.budgets]
+    assert [p.number for p in proposals] == [0, 1]
+    for p, budget in zip(proposals, space.budgets):
+        assert p.config["error"] is None and p.config["recipe"]["budget"] == budget
+        assert p.config["threads"] == space.threads_per_trial
+    trials = study.get_trials()
+    assert all(t.user_attrs["is_baseline"] for t in trials[:2])
+    assert [t.params for t in trials] == space.baselines()
+    assert [p.attrs["is_baseline"] for p in seen["started"]] == [True, True]
+
+
+def test_a_finished_trial_is_stored_whole_and_the_csv_row_matches(fresh):
+    loop, study, space, seen = fresh
+    loop.tell(loop.ask(), dict(GOOD))
+    t = study.get_trials()[0]
+    assert t.state.name == "COMPLETE" and t.values == [0.91, 1.5]
+    assert t.user_attrs["wall_seconds"] == 1.9 and t.user_attrs["node"] == "127.0.0.2"
+    assert seen["finished"][0].number == 0
+    frame = st.trials_frame(study.get_trials(), space, space.param_names())
+    assert frame["state"].tolist() == ["COMPLETE", "WAITING"]  # the other baseline is still queued
+    assert frame.iloc[1]["params_budget"] == 1.0  # a queued trial's params are in its row too
+    row = frame.iloc[0]
+    assert list(row.index[:6]) == list(HEAD_COLUMNS) and list(row.index[-13:]) == list(TAIL_COLUMNS)
+    assert row["state"] == "COMPLETE" and bool(row["is_baseline"]) and row["budget"] == 0.5
+    assert row["accuracy"] == 0.91 and row["train_seconds"] == 1.5 and row["error"] == ""
+    recipe = json.loads(row["recipe_json"])
+    assert recipe["budget"] == 0.5 and recipe["seed"] == space.seed
+    assert {c for c in row.index if c.startswith("params_")} == {f"params_{n}" for n in space.param_names()}
+
+
+def test_failures_are_recorded_with_their_reason(fresh):
+    loop, study, space, _ = fresh
+    loop.tell(loop.ask(), {**GOOD, "accuracy": math.nan, "train_seconds": math.nan,
+                           "error": "diverged: loss is nan at step 3"})
+    loop.tell(loop.ask(), None, crash="worker crashed: The actor died unexpectedly before finishing this task.")
+    loop.tell(loop.ask(), {**GOOD, "accuracy": math.nan})
+    t0, t1, t2 = study.get_trials()
+    assert t0.state.name == "FAIL" and t0.user_attrs["error"] == "diverged: loss is nan at step 3"
+    assert t1.state.name == "FAIL" and t1.user_attrs["error"].startswith("worker crashed: The actor died")
+    assert t2.state.name == "FAIL" and "no finite test accuracy" in t2.user_attrs["error"]
+    assert st.count_finished(study.get_trials()) == 3 and loop.remaining() == space.trials - 3
+
+
+def test_a_trial_stopped_without_result_is_interrupted_and_queued_again(fresh):
+    loop, study, space, _ = fresh
+    loop.tell(loop.ask(), None)  # Tune stops a trial that never reported
+    trials = study.get_trials()
+    assert trials[0].state.name == "FAIL" and trials[0].user_attrs["error"] == st.INTERRUPTED
+    requeued = [t for t in trials if t.user_attrs.get("requeued_from") == 0]
+    assert len(requeued) == 1 and requeued[0].state.name == "WAITING"
+    assert st.trial_params(requeued[0]) == trials[0].params and requeued[0].user_attrs["is_baseline"] is True
+    assert st.count_finished(trials) == 0 and not loop.in_flight
+
+
+def test_an_invalid_combination_fails_without_training(fresh, monkeypatch):
+    loop, study, space, _ = fresh
+
+    def bad(params):
+        raise ConfigError("algorithms", "mixup and cutmix are forbidden together")
+
+    monkeypatch.setattr(space, "recipe_for", bad)
+    proposal = loop.ask()
+    assert proposal.config["recipe"] is None and proposal.config["error"].startswith("invalid recipe:")
+    result = run_recipe(proposal.config)
+    assert math.isnan(result["accuracy"]) and result["error"] == proposal.config["error"]
+    loop.tell(proposal, result)
+    t = study.get_trials()[0]
+    assert t.state.name == "FAIL" and "forbidden together" in t.user_attrs["error"]
+
+
+def test_the_budget_counts_trials_in_flight(tmp_path, make_space):
+    space = make_space(trials=3)
+    loop, study, _ = open_loop(tmp_path, space)
+    asked = [loop.ask() for _ in range(3)]
+    assert all(isinstance(p, Proposal) for p in asked)
+    assert loop.ask() == WAIT  # three in flight: the budget is spoken for
+    for p in asked:
+        loop.tell(p, dict(GOOD))
+    assert loop.ask() == DONE and len(study.get_trials()) == 3
+
+
+def test_resume_marks_running_trials_interrupted_and_requeues_them(tmp_path, make_space):
+    space = make_space()
+    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = st.open_study(space, storage, make_sampler(space), resuming=False)
+    st.ensure_baselines(study, space)
+    done = study.ask()
+    space.suggest(done)
+    study.tell(done, [0.5, 1.0])
+    left = study.ask()  # a driver killed -9 leaves this RUNNING
+    space.suggest(left)
+    partial = study.ask()  # ... and this one killed while its params were being drawn
+    partial.suggest_categorical("budget", space.budgets)
+    loop, again, _ = open_loop(tmp_path, space, resuming=True)
+    trials = again.get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE", "FAIL", "FAIL", "WAITING"]  # partial: not re-run
+    assert [t.user_attrs.get("error") for t in trials[1:3]] == [st.INTERRUPTED, st.INTERRUPTED]
+    assert st.trial_params(trials[3]) == trials[1].params
+    assert trials[3].user_attrs["is_baseline"] is True  # the baseline at budget 1 is still a baseline
+    assert st.ensure_baselines(again, space) == 0  # its requeued copy stands for it
+    assert st.count_finished(trials) == 1
+
+
+def test_outcome_objectives_and_constraints(make_space):
+    space = make_space(constraints={"accuracy_min": 0.5}, objectives=["accuracy", "train_seconds", "cost"],
+                       price_per_hour=3.6)
+    attrs, values = outcome(space, dict(GOOD), None)
+    assert values == pytest.approx([0.91, 1.5, 1.5 / 3600 * 3.6])
+    assert attrs["cost"] == pytest.approx(0.0015) and attrs["constraints"] == pytest.approx([0.5 - 0.91])
+    attrs, values = outcome(space, None, "worker crashed: x")
+    assert values is None and attrs["error"] == "worker crashed: x"
+
+
+def test_the_objective_is_the_accuracy_of_the_metric_split(make_space):
+    base = {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits", "val_fraction": 0.2},
+            "max_duration": 1, "device": "cpu"}
+    space = make_space(base=base, metric_split="val")
+    attrs, values = outcome(space, {**GOOD, "val_accuracy": 0.8}, None)
+    assert values == [0.8, 1.5] and attrs["accuracy"] == 0.91 and attrs["val_accuracy"] == 0.8
+    attrs, values = outcome(space, dict(GOOD), None)  # no validation accuracy: a failure, not test accuracy
+    assert values is None and "no finite val accuracy" in attrs["error"]
+
+
+def test_the_sweep_proposes_its_stages_as_results_come_in(tmp_path, make_space):
+    """Sweep: baselines, then WAIT while they run, then the next stage once results are in."""
+    space = make_space(sampler="sweep", trials=6)
+    loop, study, _ = open_loop(tmp_path, space)
+    first = [loop.ask(), loop.ask()]
+    assert [p.config["recipe"]["budget"] for p in first] == [0.5, 1.0]
+    assert loop.ask() == WAIT  # the next stage needs the baselines' results
+    loop.tell(first[0], dict(GOOD))
+    loop.tell(first[1], {**GOOD, "accuracy": 0.95, "train_seconds": 3.0})
+    moves = []
+    while isinstance(p := loop.ask(), Proposal):
+        moves.append(p)
+    assert 1 <= len(moves) <= 4  # capped by the budget of 6 trials: nothing is left WAITING
+    assert st.count_in_state(study.get_trials(), optuna.trial.TrialState.WAITING) == 0
+    for p in moves:
+        loop.tell(p, dict(GOOD))
+    loop.sweep.exhausted = lambda history: True  # pretend every stage has been tried
+    loop.sweep.propose = lambda history: []
+    assert loop.ask() == DONE
+
+
+def test_the_in_process_executor_runs_a_search_to_its_budget(tmp_path, make_space):
+    space = make_space(trials=5)
+    loop, study, _ = open_loop(tmp_path, space)
+    order = []
+
+    def fake(proposal):
+        order.append(proposal.number)
+        return {**GOOD, "accuracy": 0.5 + 0.01 * proposal.number}
+
+    loop.run(InProcess(fake, concurrency=2))
+    trials = study.get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 5 and order == [0, 1, 2, 3, 4]
+    assert [t.values[0] for t in trials] == pytest.approx([0.5, 0.51, 0.52, 0.53, 0.54])
+
+
+def test_a_search_that_only_gets_interrupted_stops(tmp_path, make_space):
+    loop, study, _ = open_loop(tmp_path, make_space(trials=4))
+    with pytest.raises(UserError, match="keep getting interrupted"):
+        loop.run(InProcess(lambda proposal: None))
+    trials = study.get_trials()
+    assert st.count_finished(trials) == 0 and all(st.is_interrupted(t) for t in trials if t.state.name == "FAIL")
+
+
+def test_an_absurd_learning_rate_diverges_into_a_failure_record(make_space):
+    space = make_space(hparams={"optimizer.lr": {"choices": [0.05, 1.0e20]}})
+    params = {**space.baseline_params(0.5), "optimizer.lr": 1.0e20}
+    result = run_recipe({"number": 0, "recipe": space.recipe_for(params).to_dict(), "error": None, "threads": 1})
+    assert result["error"].startswith("diverged: loss is")
+    assert math.isnan(result["accuracy"]) and result["wall_seconds"] > 0

@@ -1,0 +1,38 @@
+"""The live front table, the headline lines and the log display (recipesearch/search/progress.py)."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+
+def test_the_live_front_table_and_the_headline(make_space):
+    from recipesearch.search.progress import LogUI, front_headline, front_table, headline
+
+    space = make_space()
+    rows = [  # number, state, is_baseline, budget, algorithms, accuracy, train_seconds
+        (0, "COMPLETE", True, 0.5, "", 0.80, 1.0), (1, "COMPLETE", True, 1.0, "", 0.90, 2.0),
+        (2, "COMPLETE", False, 0.5, "label_smoothing", 0.90, 1.0),  # baseline's 2 s accuracy in 1 s
+        (3, "COMPLETE", False, 1.0, "label_smoothing", 0.85, 2.5),  # dominated
+        (4, "FAIL", False, 1.0, "", math.nan, math.nan), (5, "RUNNING", False, 0.5, "", math.nan, math.nan),
+    ]
+    df = pd.DataFrame(rows, columns=["number", "state", "is_baseline", "budget", "algorithms", "accuracy",
+                                     "train_seconds"]).assign(cost=math.nan, error="")
+    front = front_table(df, space)
+    assert front["number"].tolist() == [2]  # trial 2 dominates both baselines
+    assert front["speedup"].tolist() == [pytest.approx(2.0)]
+    assert headline(df, space).startswith("speedup at the longest baseline's accuracy 0.9000: 2.00x")
+    assert front_headline(front).startswith(
+        "largest speedup at matched accuracy on the front: 2.00x at 0.9000 (1.00 s): trial 2")
+    df.loc[2, "accuracy"] = 0.78  # baseline 0 dominates it: only baselines are left, no recipe to name
+    assert front_table(df, space)["number"].tolist() == [0, 1]
+    assert front_headline(front_table(df, space)) is None
+    df.loc[2, "accuracy"] = 0.80
+    assert front_table(df, space)["number"].tolist() == [0, 2, 1]  # equal points both stay on the front
+
+    lines = []
+    ui = LogUI(stream=type("S", (), {"write": lambda self, t: lines.append(t), "flush": lambda self: None})())
+    ui.start(space=space, total=6, done=0, run_dir="run", ray_address="local")
+    ui.trial_finished({**df.iloc[4].to_dict(), "error": "diverged: loss is nan at step 3"}, df)
+    assert any("trial 4 FAIL: diverged: loss is nan at step 3" in ln for ln in lines)
