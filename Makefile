@@ -34,6 +34,7 @@ demo: setup
 	@echo "report: runs/demo-$(RUN_ID)/index.html"
 
 test: setup
+	$(PY) -m ruff check recipesearch bench tests
 	$(PY) -m pytest -q
 
 bench: setup

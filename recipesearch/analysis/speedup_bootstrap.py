@@ -1,0 +1,170 @@
+"""Bootstrap interval over seeds for a curve-vs-curve speedup, and the "confirmed faster" rule.
+
+Seeds are resampled with replacement within each budget (Efron & Tibshirani, "An Introduction to the
+Bootstrap", percentile interval), independently for the recipe and the baseline; each replicate's
+per-budget means give two new tradeoff curves and a speedup at the point estimate's target. The
+replicates are computed all at once as arrays (replicate x budget), so 2000 replicates cost
+milliseconds; ``_rows_time_to_reach`` is ``curve_speedup``'s envelope + log-time interpolation
+written row-wise, and the tests check the two agree.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from recipesearch.analysis.curve_speedup import FINITE_STATUSES, CurveSpeedup, curve_speedup
+from recipesearch.analysis.seeds import DEFAULT_CONFIDENCE, curve_by_budget
+
+# Row-wise outcome of reaching a target on one curve.
+_REACHED, _AHEAD, _SHORT = 0, 1, 2
+
+
+def _valid_runs(runs: pd.DataFrame, budget_col: str, acc_col: str, time_col: str) -> pd.DataFrame:
+    """The runs that can sit on a curve: finite accuracy and a finite positive time (log time)."""
+    table = runs[[budget_col, acc_col, time_col]].copy()
+    table[acc_col] = pd.to_numeric(table[acc_col], errors="coerce").astype(float)
+    table[time_col] = pd.to_numeric(table[time_col], errors="coerce").astype(float)
+    ok = np.isfinite(table[acc_col]) & np.isfinite(table[time_col]) & (table[time_col] > 0)
+    return table[ok]
+
+
+def _resampled_means(
+    runs: pd.DataFrame, budget_col: str, acc_col: str, time_col: str, n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-budget means of seeds drawn with replacement: (times, accuracies), each [n_boot, n_budgets].
+
+    A drawn seed brings its accuracy and its time together: they come from the same run.
+    """
+    budgets = sorted(runs[budget_col].unique())  # sorted, so the draws are the same for the same table
+    times = np.empty((n_boot, len(budgets)))
+    accs = np.empty((n_boot, len(budgets)))
+    for j, budget in enumerate(budgets):
+        at_budget = runs[runs[budget_col] == budget]
+        t, a = at_budget[time_col].to_numpy(float), at_budget[acc_col].to_numpy(float)
+        pick = rng.integers(0, len(t), size=(n_boot, len(t)))
+        times[:, j], accs[:, j] = t[pick].mean(axis=1), a[pick].mean(axis=1)
+    return times, accs
+
+
+def _rows_time_to_reach(times: np.ndarray, accs: np.ndarray, target: float) -> tuple[np.ndarray, np.ndarray]:
+    """Time each row's envelope needs to reach ``target`` and an outcome code per row.
+
+    Codes: _REACHED (interpolated in log time, or exactly the first point), _AHEAD (the first point
+    is already more accurate: its time is returned, an upper bound), _SHORT (never reached: NaN).
+    Rows must hold finite accuracies and positive times, as the means of valid runs do.
+    """
+    rows = np.arange(times.shape[0])
+    # 1) Sort by time, the most accurate first among equal times (as baseline_envelope does).
+    order = np.lexsort((-accs, times), axis=-1)
+    t, a = np.take_along_axis(times, order, 1), np.take_along_axis(accs, order, 1)
+    # 2) Envelope points improve on every earlier point; remember the latest one at each position.
+    running_max = np.maximum.accumulate(a, axis=1)
+    earlier_max = np.concatenate([np.full((len(a), 1), -np.inf), running_max[:, :-1]], axis=1)
+    on_envelope = a > earlier_max
+    last_envelope = np.maximum.accumulate(np.where(on_envelope, np.arange(a.shape[1]), 0), axis=1)
+    # 3) The first point reaching the target is on the envelope (all earlier ones are below it);
+    #    interpolate from the envelope point before it.
+    short = running_max[:, -1] < target
+    ahead = a[:, 0] > target
+    k = np.argmax(a >= target, axis=1)
+    j = last_envelope[rows, np.maximum(k - 1, 0)]
+    lt_j, lt_k = np.log(t[rows, j]), np.log(t[rows, k])
+    a_j, a_k = a[rows, j], a[rows, k]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.where(k > 0, (target - a_j) / (a_k - a_j), 0.0)
+    out = np.exp(lt_j + fraction * (lt_k - lt_j))
+    out[short] = np.nan
+    code = np.where(short, _SHORT, np.where(ahead, _AHEAD, _REACHED))
+    return out, code
+
+
+def bootstrap_curve_speedup(
+    recipe_runs: pd.DataFrame,
+    base_runs: pd.DataFrame,
+    target: float | None = None,
+    n_boot: int = 2000,
+    confidence: float = DEFAULT_CONFIDENCE,
+    rng: np.random.Generator | int | None = None,
+    budget_col: str = "budget",
+    acc_col: str = "accuracy",
+    time_col: str = "train_seconds",
+) -> CurveSpeedup:
+    """``curve_speedup`` of the per-budget seed means, with a percentile bootstrap interval over seeds.
+
+    ``*_runs`` are long tables, one row per run (budget, seed, time, accuracy); only ``budget_col``,
+    ``acc_col`` and ``time_col`` are read. Runs with a NaN accuracy or a non-positive time are left out.
+    ``rng`` is a Generator or a seed; None means seed 0, so a report is the same every time it is built.
+
+    The interval is the (1 - confidence)/2 and (1 + confidence)/2 quantiles of the finite replicate
+    speedups. Replicates where the recipe's curve falls short of the target, or the baseline's
+    shortest run already beats it, have no speedup; their shares are reported (the first as
+    ``recipe_unreached_fraction``) because leaving them out flatters the recipe.
+    """
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+    generator = np.random.default_rng(0 if rng is None else rng)
+    recipe = _valid_runs(recipe_runs, budget_col, acc_col, time_col)
+    base = _valid_runs(base_runs, budget_col, acc_col, time_col)
+    recipe_curve = curve_by_budget(recipe, [], budget_col, acc_col, time_col, confidence)
+    base_curve = curve_by_budget(base, [], budget_col, acc_col, time_col, confidence)
+    point = curve_speedup(
+        recipe_curve["time_mean"], recipe_curve["accuracy_mean"],
+        base_curve["time_mean"], base_curve["accuracy_mean"], target,
+    )
+    seeds = {
+        "recipe_min_seeds": int(recipe_curve["n_seeds"].min()) if len(recipe_curve) else 0,
+        "baseline_min_seeds": int(base_curve["n_seeds"].min()) if len(base_curve) else 0,
+    }
+    if np.isnan(point.target_accuracy) or len(recipe) == 0 or len(base) == 0:
+        return point._replace(confidence=confidence, **seeds)
+
+    # The target is fixed from the point estimate: every replicate then answers the same question
+    # ("how much faster to this accuracy?"). Re-deriving it per replicate would mix speedups at
+    # different accuracies, and the min-of-maxima target would follow each replicate's noisiest
+    # maximum, widening the interval with noise that is not about speed.
+    recipe_t, recipe_a = _resampled_means(recipe, budget_col, acc_col, time_col, n_boot, generator)
+    base_t, base_a = _resampled_means(base, budget_col, acc_col, time_col, n_boot, generator)
+    recipe_time, recipe_code = _rows_time_to_reach(recipe_t, recipe_a, point.target_accuracy)
+    base_time, base_code = _rows_time_to_reach(base_t, base_a, point.target_accuracy)
+    # Same precedence as curve_speedup: the recipe falling short first, then the baseline's sides.
+    recipe_unreached = recipe_code == _SHORT
+    base_below = ~recipe_unreached & (base_code == _AHEAD)
+    finite = ~recipe_unreached & (base_code == _REACHED)
+    replicate_speedups = base_time[finite] / recipe_time[finite]
+
+    alpha = 1.0 - confidence
+    if len(replicate_speedups):
+        ci_low, ci_high = np.quantile(replicate_speedups, [alpha / 2, 1 - alpha / 2])
+    else:
+        ci_low = ci_high = np.nan
+    return point._replace(
+        ci_low=float(ci_low),
+        ci_high=float(ci_high),
+        confidence=confidence,
+        n_boot=n_boot,
+        n_finite=int(finite.sum()),
+        recipe_unreached_fraction=float(recipe_unreached.mean()),
+        baseline_below_fraction=float(base_below.mean()),
+        **seeds,
+    )
+
+
+def confirmed_faster(result: CurveSpeedup) -> bool:
+    """True only when the recipe is faster than the baseline beyond seed noise.
+
+    All of: at least 2 seeds behind every budget of both curves; a finite point estimate; a finite
+    bootstrap ``ci_low`` above 1. Replicates without a speedup are outside the interval; at the default
+    target (the lower of the two curves' best accuracies) the binding curve falls short in roughly
+    half of them by construction, so their shares (``recipe_unreached_fraction``,
+    ``baseline_below_fraction``) are reported next to the verdict rather than folded into it.
+
+    A single-seed recipe can never be confirmed: with one run per budget every bootstrap replicate
+    redraws that same run, so the interval collapses onto the point estimate and measures no noise
+    at all. Its ``ci_low > 1`` would only restate that one possibly lucky seed was fast, which is
+    exactly the claim the rule exists to check. The same holds for a single-seed baseline.
+    """
+    if result.recipe_min_seeds < 2 or result.baseline_min_seeds < 2:
+        return False
+    if result.status not in FINITE_STATUSES or not np.isfinite(result.speedup):
+        return False
+    return bool(np.isfinite(result.ci_low) and result.ci_low > 1.0)
