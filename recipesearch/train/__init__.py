@@ -1,16 +1,12 @@
-"""Training: the event loop, schedules and optimizers."""
+"""Training: the event loop, schedules and optimizers.
+
+This package re-exports only the hook contract (``Event``, ``State``). The loop imports the algorithms,
+and the algorithms import the contract, so the loop is imported by its own name, never from here:
+``from recipesearch.train.loop import Trainer, TrainResult, fit``.
+"""
 from __future__ import annotations
 
 from recipesearch.train.events import Event
 from recipesearch.train.state import State
 
-__all__ = ["Event", "State", "Trainer", "TrainResult", "fit"]
-
-
-def __getattr__(name: str):
-    # The loop imports data/models/algorithms; import it lazily so algorithms can import Event/State.
-    if name in ("Trainer", "TrainResult", "fit", "evaluate"):
-        from recipesearch.train import loop
-
-        return getattr(loop, name)
-    raise AttributeError(name)
+__all__ = ["Event", "State"]

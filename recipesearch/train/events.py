@@ -29,10 +29,10 @@ FIT_END), counts as training time.
 """
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Event(str, Enum):
+class Event(StrEnum):
     INIT = "init"
     FIT_START = "fit_start"
     EPOCH_START = "epoch_start"

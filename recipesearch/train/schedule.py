@@ -35,10 +35,7 @@ class LRSchedule:
         # 2b) decay from the peak to final_lr_factor over the steps left after warmup
         span = max(1, self.total_steps - self.warmup_steps)
         t = min(1.0, (step - self.warmup_steps) / span)
-        if s.name == "cosine":
-            shape = 0.5 * (1 + math.cos(math.pi * t))
-        else:  # linear
-            shape = 1 - t
+        shape = 0.5 * (1 + math.cos(math.pi * t)) if s.name == "cosine" else 1 - t  # else linear
         return s.final_lr_factor + (1 - s.final_lr_factor) * shape
 
     def _onecycle(self, step: int) -> float:
