@@ -5,13 +5,16 @@ API (the runner depends on this)
 - ``make_sampler(space) -> optuna.samplers.BaseSampler``: tpe (multivariate, group), nsga2, gp, random,
   each seeded with ``space.sampler.seed`` and given the space's sampler options; for ``sweep`` a
   ``RandomSampler`` that fills in once the sweep's proposals run out.
-- ``is_sweep(space) -> bool``.
+- ``is_sweep(space) -> bool``. The sampler names and the options each takes are
+  ``recipesearch.space.SAMPLERS`` / ``SAMPLER_OPTIONS`` (checked when the space is loaded).
 - Constraints (when the space has any), either way works:
   a) set the user attr ``trial.set_user_attr("constraints", space.constraints_values(acc, secs))`` before
      ``study.tell``: the sampler's ``ConstraintsFunc`` (passed as ``constraints_func``) reads it;
   b) ``record_constraints(trial, space, acc, secs)``: Optuna 5's ``trial.set_constraint`` per constraint
      (the API that replaces the deprecated ``constraints_func``); the ``ConstraintsFunc`` then adds nothing.
   Values <= 0 are feasible; every sampler (c-TPE, NSGA-II, GP) reads them from ``trial.constraints``.
+- ``ladder(p)`` / ``neighbours(p, value, k)``: the sweep's steps for one parameter (``ParamSpec.ladder`` /
+  ``ParamSpec.neighbours``: each kind knows its own).
 - ``SweepStrategy(space)``: ``propose(history) -> list[dict]`` and ``exhausted(history) -> bool``.
   ``history``: one dict per trial of the study, ``{"params": dict, "state": "COMPLETE" | "FAIL" |
   "RUNNING" | "WAITING" | "PRUNED", "accuracy": float | None, "train_seconds": float | None}``; include
@@ -28,24 +31,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from recipesearch.errors import ConfigError
+from recipesearch.space import ParamSpec, SearchSpace, params_key
 
 if TYPE_CHECKING:
     import optuna
 
-    from recipesearch.space import ParamSpec, SearchSpace
-
-# Options a space may pass to each sampler (checked when the space is loaded; Optuna checks the values).
-SAMPLER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "tpe": (
-        "n_startup_trials", "n_ei_candidates", "multivariate", "group", "constant_liar", "consider_endpoints",
-        "consider_magic_clip", "consider_prior", "prior_weight", "warn_independent_sampling",
-    ),
-    "nsga2": ("population_size", "mutation_prob", "crossover_prob", "swapping_prob"),
-    "gp": ("n_startup_trials", "deterministic_objective", "warn_independent_sampling"),
-    "random": (),
-    "sweep": (),
-}
-STEPS = (0.5, 0.71, 1.0, 1.41, 2.0)  # the hand procedure's 0.5x-2x grid (sqrt(2) steps)
 _FINISHED = ("COMPLETE", "FAIL", "PRUNED")
 
 
@@ -119,34 +109,17 @@ def make_sampler(space: SearchSpace) -> optuna.samplers.BaseSampler:
 # The hand procedure behind the published Mild/Medium/Hot recipes, kept as a baseline strategy
 # ---------------------------------------------------------------------------------------------------------
 def ladder(p: ParamSpec) -> list[Any]:
-    """The values the sweep steps through for one parameter, in step order.
+    """The values the sweep steps through for one parameter, in step order (``ParamSpec.ladder``).
 
     scale: the multipliers {0.5, 0.71, 1, 1.41, 2} clipped to the range; grid: the grid sorted; range: the
     starting value times those multipliers, clipped (ints rounded); choices: the choices as listed.
     """
-    if p.kind == "choices":
-        return list(p.choices)
-    if p.kind == "grid":
-        return sorted(p.choices)
-    assert p.low is not None and p.high is not None
-    anchor = 1.0 if p.kind == "scale" else float(p.start)
-    values = [min(max(anchor * m, p.low), p.high) for m in STEPS]
-    if p.kind == "range" and p.is_int:
-        return sorted({int(round(v)) for v in values})
-    return sorted(set(values))
+    return p.ladder()
 
 
 def neighbours(p: ParamSpec, value: Any, k: int) -> list[Any]:
     """The values ``k`` steps down and up from ``value`` on the parameter's ladder (those that exist)."""
-    lad = ladder(p)
-    if p.kind == "choices":
-        idx = next((i for i, c in enumerate(lad) if type(c) is type(value) and c == value), None)
-        if idx is None:
-            return []
-        return [lad[i] for i in (idx - k, idx + k) if 0 <= i < len(lad)]
-    below = [x for x in lad if x < value and not math.isclose(x, value)]
-    above = [x for x in lad if x > value and not math.isclose(x, value)]
-    return ([below[-k]] if len(below) >= k else []) + ([above[k - 1]] if len(above) >= k else [])
+    return p.neighbours(value, k)
 
 
 def _state(entry: dict[str, Any]) -> str:
@@ -170,8 +143,6 @@ class SweepStrategy:
         self.space = space
 
     def propose(self, history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        from recipesearch.space import params_key
-
         tried = {params_key(h["params"]) for h in history}
         per_budget = []
         for budget in self.space.budgets:
@@ -215,8 +186,6 @@ class SweepStrategy:
         return stages
 
     def _budget_batch(self, budget: float, history: Sequence[dict[str, Any]], tried: set[str]) -> list[dict[str, Any]]:
-        from recipesearch.space import params_key
-
         baseline = self.space.baseline_params(budget)
         if params_key(baseline) not in tried:
             return [baseline]

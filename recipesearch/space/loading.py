@@ -1,0 +1,196 @@
+"""From YAML to a ``SearchSpace``: the file's shape (``schema.SpaceFile``), then what needs the base recipe
+and the algorithm registry: reference values, every sampled value a valid recipe, forbidden pairs."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from recipesearch.algorithms import get_algorithm
+from recipesearch.errors import ConfigError
+from recipesearch.recipe import Recipe, load_recipe, recipe_from_dict, set_dotted
+from recipesearch.space.messages import Located
+from recipesearch.space.param_entries import KindEntry, Target
+from recipesearch.space.params import ParamSpec
+from recipesearch.space.sampler_spec import SamplerSpec
+from recipesearch.space.schema import RESERVED_FIELDS, AlgorithmEntry, SpaceFile
+from recipesearch.space.search_space import AlgorithmSpec, Resources, SearchSpace, conflicts
+from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
+
+
+def load_space(path: str | Path) -> SearchSpace:
+    """Read and validate a search-space YAML file; ``base:`` paths are relative to the file."""
+    p = Path(path)
+    data, lines = read_yaml(p)
+    return space_from_dict(data, str(p), lines, base_dir=p.parent, text=p.read_text(), path=p)
+
+
+def loads_space(text: str, source: str = "<string>", base_dir: str | Path | None = None) -> SearchSpace:
+    data, lines = parse_yaml(text, source)
+    return space_from_dict(data, source, lines, base_dir=base_dir, text=text)
+
+
+def space_from_dict(
+    data: Any,
+    source: str = "<string>",
+    lines: LineMap | None = None,
+    base_dir: str | Path | None = None,
+    text: str | None = None,
+    path: str | Path | None = None,
+) -> SearchSpace:
+    """Validate a mapping into a SearchSpace; every problem is a one-line ConfigError with field and line."""
+    where = Located(source, lines)
+    if not isinstance(data, dict):
+        raise where.error("", "a search space must be a YAML mapping")
+    try:
+        file = SpaceFile.model_validate(data)
+    except ValidationError as exc:
+        raise where.from_pydantic(exc) from None
+
+    base = _base(where, file.base, base_dir)
+    if file.metric_split == "val" and base.data.val_fraction <= 0:
+        raise where.error("metric_split", "val needs a validation split: set base data.val_fraction > 0")
+    hparams, fixed = _hparams(where, file.hparams, base)
+    algorithms = {name: _algorithm(where, name, entry, base) for name, entry in file.algorithms.items()}
+    _check_pairs(where, algorithms, base)
+
+    space = SearchSpace(
+        name=file.name if file.name is not None else (Path(source).stem if path is not None else "search"),
+        base=base, budgets=file.budgets, objectives=file.objectives, metric_split=file.metric_split,
+        constraints=file.constraints.as_dict(),
+        sampler=SamplerSpec(name=file.sampler.name, seed=file.sampler_seed, options=file.sampler.options),
+        trials=file.trials, concurrency=file.concurrency,
+        resources=Resources(cpus=file.resources.cpus, gpus=file.resources.gpus), threads_per_trial=file.threads,
+        seed=file.seed, price_per_hour=file.price_per_hour, hparams=hparams, fixed=fixed, algorithms=algorithms,
+        path=Path(path) if path is not None else None,
+        text=text if text is not None else yaml.safe_dump(data, sort_keys=False), source=source,
+    )
+    # The baseline must be a valid recipe at every budget (catches e.g. a fixed value that breaks it).
+    for b in space.budgets:
+        try:
+            space.recipe_for(space.baseline_params(b))
+        except ConfigError as exc:
+            problem = f"the baseline at budget {b} is not a valid recipe: {exc.field}: {exc.message}"
+            raise where.error("base", problem) from None
+    return space
+
+
+def _base(where: Located, base: str | dict[Any, Any], base_dir: str | Path | None) -> Recipe:
+    if isinstance(base, str):
+        p = Path(base).expanduser()
+        if not p.is_absolute():
+            p = Path(base_dir or ".") / p
+        if not p.is_file():
+            raise where.error("base", f"recipe file not found: {p}")
+        return load_recipe(p)  # its errors name the recipe file and line
+    sub = LineMap({k[5:]: n for k, n in (where.lines or {}).items() if k.startswith("base.")})
+    try:
+        return recipe_from_dict(base, where.source, sub)
+    except ConfigError as exc:
+        raise where.error(f"base.{exc.field}" if exc.field else "base", exc.message) from None
+
+
+# -- hparams: recipe fields ---------------------------------------------------------------------------------
+def _hparams(where: Located, entries: dict[str, Any], base: Recipe) -> tuple[list[ParamSpec], dict[str, Any]]:
+    base_data = base.model_dump(mode="json")
+    specs, fixed = [], {}
+    for name, entry in entries.items():
+        f = f"hparams.{name}"
+        if name.split(".")[0] in RESERVED_FIELDS:
+            raise where.error(f, "set by the search space itself (use budgets, seed, threads_per_trial, algorithms)")
+        exists, annotation = _recipe_field(name)
+        if "/" in name or not exists:
+            raise where.error(f, "unknown recipe field (write nested fields dotted: optimizer.lr)")
+        ref = _get_dotted(base_data, name)
+
+        def check(value: Any, _name: str = name) -> None:
+            data = base.to_dict()
+            set_dotted(data, _name, value)
+            if _name.startswith("model."):
+                recipe_from_dict(data)  # builds the model (on the meta device) to check its options
+            else:
+                try:
+                    Recipe.model_validate(data)
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    raise ConfigError(_name, err["msg"].removeprefix("Value error, ")) from None
+
+        target = Target(name, f, ref, _int_valued(annotation, ref), True, check, where)
+        if isinstance(entry, KindEntry):
+            specs.append(entry.to_param(target))
+        else:
+            target.validate(entry, "the fixed value")
+            fixed[name] = entry
+    return specs, fixed
+
+
+def _get_dotted(data: dict[str, Any], name: str) -> Any:
+    node: Any = data
+    for part in name.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _recipe_field(name: str) -> tuple[bool, Any]:
+    """Whether ``name`` (dotted) is a Recipe field, and its annotation (None for free model kwargs)."""
+    model: type[BaseModel] | None = Recipe
+    ann: Any = None
+    for part in name.split("."):
+        if model is None:
+            return False, None
+        if part not in model.model_fields:
+            return model.model_config.get("extra") == "allow", None  # model kwargs: any name
+        ann = model.model_fields[part].annotation
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    return True, ann
+
+
+def _int_valued(annotation: Any, ref: Any) -> bool:
+    """An int field (rounded products, integer ranges): from the annotation, else from the value's type."""
+    if annotation in (int, float):
+        return annotation is int
+    return isinstance(ref, int) and not isinstance(ref, bool)
+
+
+# -- algorithms: candidates and their hyperparameters ----------------------------------------------------
+def _algorithm(where: Located, name: str, entry: AlgorithmEntry, base: Recipe) -> AlgorithmSpec:
+    cls = get_algorithm(name)  # the schema checked the name and the hyperparameter names
+    fields = cls.Params.model_fields
+    base_hp = dict(base.algorithms.get(name, {}))
+    # The baseline trials ask its hyperparameters when it is on in the base recipe or always on.
+    needs_baseline = entry.always or name in base.algorithms
+    params, fixed = [], {}
+    for hp, hentry in entry.hyperparameters.items():
+        ref = base_hp.get(hp, fields[hp].get_default(call_default_factory=True))
+        ref = None if type(ref).__name__ == "PydanticUndefinedType" else ref  # a required hyperparameter
+
+        def check(value: Any, _hp: str = hp) -> None:
+            cls(**{**base_hp, _hp: value})
+
+        is_int = _int_valued(fields[hp].annotation, ref)
+        target = Target(f"{name}.{hp}", f"algorithms.{name}.{hp}", ref, is_int, needs_baseline, check, where)
+        if isinstance(hentry, KindEntry):
+            params.append(hentry.to_param(target))
+        else:
+            target.validate(hentry, "the fixed value")
+            fixed[hp] = hentry
+    return AlgorithmSpec(name, entry.always, tuple(params), fixed, name in base.algorithms)
+
+
+def _check_pairs(where: Located, algos: dict[str, AlgorithmSpec], base: Recipe) -> None:
+    """Always-on algorithms must not clash; a candidate that could never be switched on is a mistake."""
+    fixed_on = [a for a in base.algorithms if a not in algos] + [a.name for a in algos.values() if a.always]
+    for i, name in enumerate(fixed_on):
+        if conflicts(name, fixed_on[:i]):
+            other = next(o for o in fixed_on[:i] if conflicts(name, [o]))
+            problem = f"always on, but forbidden together with {other} (also on in every trial)"
+            raise where.error(f"algorithms.{name}", problem)
+    for alg in algos.values():
+        if not alg.always and conflicts(alg.name, fixed_on):
+            other = next(o for o in fixed_on if conflicts(alg.name, [o]))
+            problem = f"can never be switched on: {other} is on in every trial and forbids it"
+            raise where.error(f"algorithms.{alg.name}", problem)

@@ -1,0 +1,218 @@
+"""The search-space file as pydantic models: every key, its type, its default, and the checks that need
+nothing but the file itself. What needs the base recipe is checked in ``loading.py``.
+
+Section order and defaults follow search_spaces/digits.yaml; see the package docstring for the meaning.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+
+from recipesearch.algorithms import get_algorithm
+from recipesearch.errors import ConfigError
+from recipesearch.space.messages import field_error, show
+from recipesearch.space.param_entries import ParamEntry
+from recipesearch.space.sampler_spec import SAMPLER_OPTIONS, SAMPLERS
+from recipesearch.space.section import Section
+
+DIRECTIONS = {"accuracy": "maximize", "train_seconds": "minimize", "cost": "minimize"}
+CONSTRAINT_KEYS = ("accuracy_min", "train_seconds_max", "cost_max")
+# Recipe fields a search space sets itself (budget, seed, threads) or through ``algorithms:``.
+RESERVED_FIELDS = ("budget", "seed", "threads", "algorithms")
+COST_NEEDS_PRICE = "cost needs price_per_hour (price of one trial's hardware per hour)"
+
+
+def _empty_section(value: Any) -> Any:
+    # An empty section (``constraints:`` with nothing under it, or ``[]``) means "none given".
+    return {} if value is None or value == [] else value
+
+
+def _number_or_bool(value: Any) -> Any:
+    if isinstance(value, (bool, int, float)):
+        return value
+    raise field_error(f"must be a number or boolean, got {show(value)}")
+
+
+class SamplerEntry(Section):
+    """``sampler: {name: tpe, seed: 0, <option>: value}`` or just ``sampler: tpe``; options per sampler
+    are those in ``SAMPLER_OPTIONS`` and go to the Optuna sampler's constructor."""
+
+    model_config = {**Section.model_config, "extra": "allow"}
+    __pydantic_extra__: dict[str, Annotated[Any, AfterValidator(_number_or_bool)]]
+    name: str = "tpe"
+    seed: int = 0  # not given: the space's seed (SpaceFile.sampler_seed)
+
+    @classmethod
+    def coerce(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
+
+    @classmethod
+    def allowed_keys(cls, data: dict[Any, Any]) -> tuple[str, ...]:
+        # The name decides which options are known, so it is checked first.
+        name = data.get("name", "tpe")
+        if name not in SAMPLERS:
+            raise field_error(f"unknown sampler {name!r} (allowed: {', '.join(SAMPLERS)})", at="name")
+        return ("name", "seed", *SAMPLER_OPTIONS[name])
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class ResourcesEntry(Section):
+    """Ray resources of one trial."""
+
+    cpus: float = Field(1.0, gt=0)
+    gpus: float = Field(0.0, ge=0)
+
+
+def _fraction(value: float) -> float:
+    if value > 1:
+        raise field_error(f"accuracy is a fraction in [0, 1], got {value:g}")
+    return value
+
+
+class ConstraintsEntry(Section):
+    """Feasibility bounds handed to the sampler (Optuna's constraints: <= 0 is feasible)."""
+
+    # Only the bounds given count (``model_fields_set``); the defaults are never read.
+    accuracy_min: Annotated[float, Field(ge=0), AfterValidator(_fraction)] = 0.0
+    train_seconds_max: float = Field(float("inf"), gt=0)
+    cost_max: float = Field(float("inf"), gt=0)
+
+    def as_dict(self) -> dict[str, float]:
+        """The bounds given, in ``CONSTRAINT_KEYS`` order."""
+        return {k: getattr(self, k) for k in CONSTRAINT_KEYS if k in self.model_fields_set}
+
+
+class AlgorithmEntry(Section):
+    """``<algorithm>: {always: false, <hyperparameter>: <parameter entry>}``; hyperparameter names are
+    checked against the registry by ``SpaceFile`` (this entry does not know its algorithm's name)."""
+
+    model_config = {**Section.model_config, "extra": "allow"}
+    not_a_mapping: ClassVar[str] = "must be a mapping of hyperparameters (or {})"
+    __pydantic_extra__: dict[str, ParamEntry]
+    always: bool = False  # on in every trial (no switch), only its hyperparameters are sampled
+
+    @classmethod
+    def coerce(cls, data: Any) -> Any:
+        return {} if data is None else data  # ``blurpool:`` = candidate with default hyperparameters
+
+    @classmethod
+    def allowed_keys(cls, data: dict[Any, Any]) -> tuple[str, ...]:
+        return tuple(data)  # any key here: SpaceFile checked them against the algorithm
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        """Hyperparameter name -> parameter entry (a ``KindEntry``) or fixed value, in file order."""
+        return dict(self.model_extra or {})
+
+
+def _check_algorithm_names(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value  # the type check says what is wrong
+    for name, spec in value.items():
+        try:
+            hyperparameters = get_algorithm(str(name)).Params.model_fields
+        except ConfigError as exc:
+            raise field_error(exc.message, at=name) from None
+        for hp in spec if isinstance(spec, dict) else ():
+            if hp != "always" and hp not in hyperparameters:
+                known = ", ".join(hyperparameters) or "none"
+                raise field_error(f"unknown hyperparameter of {name} (hyperparameters: {known})", at=f"{name}.{hp}")
+    return value
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, (dict, list)):
+        raise field_error("must be text")
+    return None if value is None else str(value)  # ``name: 2024`` is a fine name too
+
+
+def _base_shape(value: Any) -> Any:
+    if not isinstance(value, (str, dict)):
+        raise field_error(f"must be a recipe file path or a recipe mapping, got {show(value)}")
+    return value
+
+
+def _budget_list(value: Any) -> Any:
+    if not isinstance(value, list) or not value:
+        raise field_error("must be a non-empty list of ratios of max_duration, e.g. [0.25, 0.5, 1, 2]")
+    return value
+
+
+def _distinct_budgets(budgets: list[float]) -> list[float]:
+    for i, b in enumerate(budgets):
+        if b in budgets[:i]:
+            raise field_error(f"budget {b:g} is listed twice", at=i)
+    return budgets
+
+
+def _objective_list(value: Any) -> Any:
+    if not isinstance(value, list) or not all(isinstance(o, str) for o in value):
+        raise field_error("must be a list such as [accuracy, train_seconds]")
+    for i, o in enumerate(value):
+        if o not in DIRECTIONS:
+            raise field_error(f"unknown objective {o!r} (allowed: {', '.join(DIRECTIONS)})", at=i)
+        if o in value[:i]:
+            raise field_error(f"{o} is listed twice", at=i)
+    if "accuracy" not in value or len(value) < 2:
+        raise field_error("must contain accuracy and train_seconds and/or cost")
+    return value
+
+
+def _split(value: Any) -> Any:
+    if value not in ("test", "val"):
+        raise field_error(f"allowed: test, val (got {value!r})")
+    return value
+
+
+class SpaceFile(Section):
+    """The whole file. Keys in the order the "unknown field" error lists them."""
+
+    name: Annotated[str | None, BeforeValidator(_text)] = None  # display only: not part of the hash
+    base: Annotated[str | dict[Any, Any], BeforeValidator(_base_shape)] = Field(
+        description="a recipe file path or an inline recipe mapping")
+    budgets: Annotated[list[Annotated[float, Field(gt=0)]], BeforeValidator(_budget_list),
+                       AfterValidator(_distinct_budgets)] = [1.0]
+    objectives: Annotated[list[str], BeforeValidator(_objective_list)] = ["accuracy", "train_seconds"]
+    price_per_hour: Annotated[float, Field(gt=0)] | None = None
+    metric_split: Annotated[Literal["test", "val"], BeforeValidator(_split)] = "test"
+    constraints: Annotated[ConstraintsEntry, BeforeValidator(_empty_section)] = ConstraintsEntry()
+    sampler: SamplerEntry = SamplerEntry()
+    trials: int = Field(24, ge=1)  # baselines included
+    concurrency: int = Field(1, ge=1)
+    resources: Annotated[ResourcesEntry, BeforeValidator(_empty_section)] = ResourcesEntry()
+    threads_per_trial: int = Field(1, ge=1)  # not given: resources.cpus (at least 1), see ``threads``
+    seed: int = 0
+    hparams: Annotated[dict[str, ParamEntry], BeforeValidator(_empty_section)] = {}
+    algorithms: Annotated[dict[str, AlgorithmEntry], BeforeValidator(_empty_section),
+                          BeforeValidator(_check_algorithm_names)] = {}
+
+    @field_validator("hparams", mode="before")
+    @classmethod
+    def _text_keys(cls, value: Any) -> Any:
+        # ``1: {...}`` is an unknown recipe field (loading.py says so), not a type error.
+        return {str(k): v for k, v in value.items()} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _across_sections(self) -> SpaceFile:
+        if self.price_per_hour is None and "cost" in self.objectives:
+            raise field_error(COST_NEEDS_PRICE, at="objectives")
+        if self.price_per_hour is None and "cost_max" in self.constraints.model_fields_set:
+            raise field_error(COST_NEEDS_PRICE, at="constraints.cost_max")
+        if self.trials < len(self.budgets):
+            raise field_error(f"{self.trials} trials cannot even train the baseline at the {len(self.budgets)} budgets",
+                              at="trials")
+        return self
+
+    @property
+    def sampler_seed(self) -> int:
+        return self.sampler.seed if "seed" in self.sampler.model_fields_set else self.seed
+
+    @property
+    def threads(self) -> int:
+        if "threads_per_trial" in self.model_fields_set:
+            return self.threads_per_trial
+        return max(1, int(self.resources.cpus))

@@ -1,0 +1,266 @@
+"""``SearchSpace``: a validated space, what the sampler asks of it and how a trial's params become a recipe.
+
+See the package docstring for the params dict naming, the baselines and the hash.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from recipesearch.algorithms.interactions import forbidden_pairs
+from recipesearch.errors import ConfigError
+from recipesearch.recipe import Recipe, recipe_from_dict, set_dotted
+from recipesearch.space.params import ParamSpec
+from recipesearch.space.sampler_spec import SamplerSpec
+from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A candidate algorithm: switched on/off by the sampler unless ``always``."""
+
+    name: str
+    always: bool
+    params: tuple[ParamSpec, ...]
+    fixed: dict[str, Any]  # hyperparameters given as bare values
+    in_base: bool  # the base recipe already has it (then the baseline has it on)
+
+    @property
+    def switch(self) -> str:
+        return f"alg.{self.name}"
+
+    def canonical(self) -> dict[str, Any]:
+        """Every attribute, for the space hash."""
+        return {"name": self.name, "always": self.always, "params": [p.canonical() for p in self.params],
+                "fixed": self.fixed, "in_base": self.in_base}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Ray resources of one trial."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+
+
+class _Filler:
+    """A trial-like object answering each ``suggest_*`` from ``values`` (else the default) — a FixedTrial
+    that never complains, so ``complete`` walks exactly the same define-by-run path as ``suggest``."""
+
+    def __init__(self, values: dict[str, Any], default: Callable[[str], Any]):
+        self.values, self.default = values, default
+
+    def _get(self, name: str) -> Any:
+        return self.values[name] if name in self.values else self.default(name)
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        return self._get(name)
+
+    def suggest_float(self, name: str, low: float, high: float, *, log: bool = False) -> Any:
+        return self._get(name)
+
+    def suggest_int(self, name: str, low: int, high: int, *, log: bool = False) -> Any:
+        return self._get(name)
+
+
+class SearchSpace:
+    """A validated search space; build it with ``load_space`` / ``space_from_dict`` (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        base: Recipe,
+        budgets: list[float],
+        objectives: list[str],
+        metric_split: Literal["test", "val"],
+        constraints: dict[str, float],
+        sampler: SamplerSpec,
+        trials: int,
+        concurrency: int,
+        resources: Resources,
+        threads_per_trial: int,
+        seed: int,
+        price_per_hour: float | None,
+        hparams: list[ParamSpec],
+        fixed: dict[str, Any],
+        algorithms: dict[str, AlgorithmSpec],
+        path: Path | None = None,
+        text: str = "",
+        source: str = "<string>",
+    ):
+        self.name, self.base, self.budgets, self.objectives = name, base, budgets, objectives
+        self.directions = [DIRECTIONS[o] for o in objectives]
+        self.metric_split, self.constraints, self.sampler = metric_split, constraints, sampler
+        self.trials, self.concurrency, self.resources = trials, concurrency, resources
+        self.threads_per_trial, self.seed, self.price_per_hour = threads_per_trial, seed, price_per_hour
+        self.hparams, self.fixed, self.algorithms = hparams, fixed, algorithms
+        self.path, self.text, self.source = path, text, source
+        # Algorithms on in every trial: base algorithms that are not candidates, and always-on candidates.
+        self._fixed_on = [a for a in base.algorithms if a not in algorithms]
+        self._fixed_on += [a.name for a in algorithms.values() if a.always and a.name not in self._fixed_on]
+        self.hash = hashlib.sha256(self._canonical().encode()).hexdigest()[:12]
+
+    # -- what the sampler sees -------------------------------------------------------------------------
+    @property
+    def params(self) -> list[ParamSpec]:
+        """Every sampled parameter except ``budget`` and the ``alg.*`` switches, in ask order."""
+        return [*self.hparams, *(p for a in self.algorithms.values() for p in a.params)]
+
+    def param_names(self) -> list[str]:
+        names = ["budget", *(p.name for p in self.hparams)]
+        for alg in self.algorithms.values():
+            names += ([] if alg.always else [alg.switch]) + [p.name for p in alg.params]
+        return names
+
+    def suggest(self, trial: Any) -> dict[str, Any]:
+        """Define-by-run: budget, then hparams, then each candidate's switch and (when on) its hparams."""
+        params: dict[str, Any] = {"budget": trial.suggest_categorical("budget", list(self.budgets))}
+        for p in self.hparams:
+            params[p.name] = p.suggest(trial)
+        on = set(self._fixed_on)
+        for alg in self.algorithms.values():
+            if not alg.always:
+                if conflicts(alg.name, on):
+                    continue  # switching it on would form a forbidden pair: not asked, off
+                params[alg.switch] = bool(trial.suggest_categorical(alg.switch, [False, True]))
+                if not params[alg.switch]:
+                    continue
+                on.add(alg.name)
+            for p in alg.params:
+                params[p.name] = p.suggest(trial)
+        return params
+
+    def complete(self, partial: dict[str, Any]) -> dict[str, Any]:
+        """The params dict ``suggest`` gives when ``partial`` is fixed and everything else is left at the
+        base value (switches off unless the base has the algorithm; a freshly switched-on algorithm's
+        hyperparameters at an in-space value near its reference). Keys ``suggest`` would not ask drop out."""
+        specs = {p.name: p for p in self.params}
+        fresh = {p.name for a in self.algorithms.values() if not (a.always or a.in_base) for p in a.params}
+
+        def default(name: str) -> Any:
+            if name == "budget":
+                return self.budgets[0]
+            if name.startswith("alg."):
+                return self.algorithms[name[4:]].in_base
+            spec = specs[name]
+            return spec.start if name in fresh else spec.baseline
+
+        return self.suggest(_Filler(partial, default))
+
+    def baseline_params(self, budget: float) -> dict[str, Any]:
+        """The params that reproduce the base recipe at ``budget`` (see module docstring)."""
+        return self.complete({"budget": float(budget)})
+
+    def baselines(self) -> list[dict[str, Any]]:
+        return [self.baseline_params(b) for b in self.budgets]
+
+    def is_baseline(self, params: dict[str, Any]) -> bool:
+        budget = params.get("budget")
+        if not isinstance(budget, (int, float)) or not any(math.isclose(budget, b) for b in self.budgets):
+            return False
+        return params_key(params) == params_key(self.baseline_params(float(budget)))
+
+    def algorithms_on(self, params: dict[str, Any]) -> list[str]:
+        on = set(self._fixed_on)
+        on.update(a.name for a in self.algorithms.values() if not a.always and params.get(a.switch))
+        return sorted(on)
+
+    # -- from params to a recipe ----------------------------------------------------------------------
+    def recipe_for(self, params: dict[str, Any]) -> Recipe:
+        """The trial's recipe: base + multipliers/values + algorithms + budget, seed and threads."""
+        src = "trial params"
+        known = set(self.param_names())
+        for key in params:
+            if key not in known:
+                problem = f"unknown parameter of this search space (known: {', '.join(sorted(known))})"
+                raise ConfigError(key, problem, src)
+
+        def get(name: str) -> Any:
+            if name not in params:
+                raise ConfigError(name, "missing parameter", src)
+            return params[name]
+
+        data = self.base.to_dict()
+        for name, value in self.fixed.items():
+            set_dotted(data, name, value)
+        for p in self.hparams:
+            set_dotted(data, p.name, p.value(get(p.name)))
+        algos = dict(data.get("algorithms", {}))
+        for alg in self.algorithms.values():
+            if not (alg.always or params.get(alg.switch, False)):
+                algos.pop(alg.name, None)
+                for p in alg.params:
+                    if p.name in params:
+                        raise ConfigError(p.name, f"given while {alg.name} is off", src)
+                continue
+            hp = dict(self.base.algorithms.get(alg.name, {}))
+            hp.update(alg.fixed)
+            for p in alg.params:
+                hp[p.hparam] = p.value(get(p.name))
+            algos[alg.name] = hp
+        data.update(algorithms=algos, budget=float(get("budget")), seed=self.seed, threads=self.threads_per_trial)
+        return recipe_from_dict(data, source=src)
+
+    # -- objectives -----------------------------------------------------------------------------------
+    def cost(self, train_seconds: float) -> float | None:
+        """Price of the training time: train_seconds / 3600 × price_per_hour (None without a price)."""
+        return None if self.price_per_hour is None else train_seconds / 3600.0 * self.price_per_hour
+
+    def objective_values(self, accuracy: float, train_seconds: float) -> list[float]:
+        values = {"accuracy": accuracy, "train_seconds": train_seconds, "cost": self.cost(train_seconds)}
+        return [float(values[o]) for o in self.objectives]  # type: ignore[arg-type]
+
+    def constraint_dict(self, accuracy: float, train_seconds: float) -> dict[str, float]:
+        """``{constraint key: value}`` in CONSTRAINT_KEYS order; <= 0 means satisfied (Optuna's convention)."""
+        cost = train_seconds / 3600.0 * (self.price_per_hour or 0.0)
+        excess = {
+            "accuracy_min": lambda bound: bound - accuracy,
+            "train_seconds_max": lambda bound: train_seconds - bound,
+            "cost_max": lambda bound: cost - bound,
+        }
+        return {k: float(excess[k](self.constraints[k])) for k in CONSTRAINT_KEYS if k in self.constraints}
+
+    def constraints_values(self, accuracy: float, train_seconds: float) -> list[float]:
+        """The values of ``constraint_dict`` as a list (empty without constraints)."""
+        return list(self.constraint_dict(accuracy, train_seconds).values())
+
+    # -- identity -------------------------------------------------------------------------------------
+    def _canonical(self) -> str:
+        content = {
+            "base": self.base.to_dict(), "budgets": self.budgets, "objectives": self.objectives,
+            "metric_split": self.metric_split, "constraints": self.constraints, "sampler": asdict(self.sampler),
+            "trials": self.trials, "concurrency": self.concurrency, "resources": asdict(self.resources),
+            "threads_per_trial": self.threads_per_trial, "seed": self.seed, "price_per_hour": self.price_per_hour,
+            "fixed": self.fixed, "hparams": [p.canonical() for p in self.hparams],
+            "algorithms": [a.canonical() for a in self.algorithms.values()],
+        }
+        content["base"].pop("name", None)
+        return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+
+    def __repr__(self) -> str:
+        return f"SearchSpace({self.name!r}, hash={self.hash}, {len(self.budgets)} budgets, {self.trials} trials)"
+
+
+def params_key(params: dict[str, Any]) -> str:
+    """A canonical string for a params dict: equal keys ⇔ the same trial (floats to 10 significant digits)."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, (int, float)):
+            return float(f"{float(v):.10g}")
+        return str(v)
+
+    return json.dumps({k: norm(v) for k, v in params.items()}, sort_keys=True)
+
+
+def conflicts(name: str, on: Iterable[str]) -> bool:
+    """Switching ``name`` on while ``on`` are on would form a forbidden pair."""
+    on = set(on)
+    return any((a == name and b in on) or (b == name and a in on) for a, b in forbidden_pairs())
