@@ -37,11 +37,14 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bench.common import ROOT, environment, fmt, fmt_summary, goal_text, load_now, md_table, save_figure, summarize
+
+if TYPE_CHECKING:
+    from recipesearch.analysis import Objectives
 
 NAME = "recipe_speedup"
 TITLE = "Recipe speedup: baseline tradeoff curve vs the best recipes found"
@@ -92,18 +95,27 @@ def find_search_run(dataset: str) -> tuple[Path, Any] | None:
     return None if best is None else (best[1], best[2])
 
 
-def _front(ok: Any) -> Any:
-    """The search's non-baseline Pareto front, with the speedup (and status) the search measured."""
-    from recipesearch.analysis import pareto_mask, speedups_at_matched_accuracy
+def search_objectives(run_dir: Path) -> Objectives:
+    """The search's objectives and selection metric from its run.json (``Objectives``' default without one)."""
+    from recipesearch.analysis import Objectives
 
-    is_base = ok["is_baseline"].astype(bool) if "is_baseline" in ok else np.zeros(len(ok), bool)
-    base, cand = ok[is_base], ok[~is_base]
-    front = cand[pareto_mask(cand[["accuracy", "train_seconds"]].to_numpy(float), ["maximize", "minimize"])].copy()
-    if front.empty:
-        return front
-    sp = speedups_at_matched_accuracy(front["train_seconds"], front["accuracy"], base["train_seconds"],
-                                      base["accuracy"])
-    front["search_speedup"], front["search_status"] = sp.speedup, sp.status
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    return Objectives.from_run_meta(meta if isinstance(meta, dict) else {})
+
+
+def _front(ok: Any, objectives: Objectives | None = None) -> Any:
+    """The search's non-baseline Pareto front (``analysis.frontier``'s ``on_recipe_front``: the recipes'
+    own front, so the most accurate recipe stays a candidate even when a baseline run beats it), with the
+    metric the search selected on and the speedup (and status) it measured."""
+    from recipesearch.analysis import Objectives, frontier
+
+    f = frontier(ok, objectives or Objectives())
+    front = f.trials[f.on_recipe_front].copy()
+    front["search_metric"] = front[f.metric]
+    front["search_speedup"], front["search_status"] = front["speedup"], front["speedup_status"]
     return front
 
 
@@ -115,14 +127,14 @@ def _label(row: Any, rec: dict[str, Any]) -> str:
             f"batch {rec.get('batch_size')})")
 
 
-def front_candidates(ok: Any) -> list[tuple[str, dict[str, Any]]]:
+def front_candidates(ok: Any, objectives: Objectives | None = None) -> list[tuple[str, dict[str, Any]]]:
     """(label, recipe dict) of the front's best speedups and its most accurate point, fastest first."""
-    front = _front(ok)
+    front = _front(ok, objectives)
     if front.empty:
         return []
     speedup = front["search_speedup"].to_numpy(float)
     ranked = [i for i in np.argsort(-np.nan_to_num(speedup, nan=-np.inf)) if np.isfinite(speedup[i])]
-    pick = set(ranked[:MAX_CANDIDATES - 1]) | {int(np.argmax(front["accuracy"].to_numpy(float)))}
+    pick = set(ranked[:MAX_CANDIDATES - 1]) | {int(np.argmax(front["search_metric"].to_numpy(float)))}
     out = []
     for i in sorted(pick, key=lambda j: front.iloc[j]["train_seconds"]):
         row = front.iloc[i]
@@ -131,7 +143,9 @@ def front_candidates(ok: Any) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def longer_budget_arms(ok: Any, curve_budgets: list[float]) -> list[tuple[str, dict[str, Any]]]:
+def longer_budget_arms(
+    ok: Any, curve_budgets: list[float], objectives: Objectives | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """[(label, recipe dict)]: the search's best measured recipe as found, then at longer budgets.
 
     MosaicML judge a method by its tradeoff curve, not one point. The search's budgets stop short of the
@@ -143,7 +157,7 @@ def longer_budget_arms(ok: Any, curve_budgets: list[float]) -> list[tuple[str, d
     """
     from recipesearch.analysis.speedup import INTERPOLATED
 
-    front = _front(ok)
+    front = _front(ok, objectives)
     if front.empty:
         return []
     measured = front[(front["search_status"] == INTERPOLATED) & np.isfinite(front["search_speedup"].to_numpy(float))]
@@ -158,16 +172,20 @@ def longer_budget_arms(ok: Any, curve_budgets: list[float]) -> list[tuple[str, d
     return [(name, rec), *((f"{trial}'s recipe @ budget {b:g} (longer)", {**rec, "budget": b}) for b in budgets)]
 
 
-def search_baselines(ok: Any, baseline_epochs: float) -> dict[float, dict[str, Any]]:
-    """{budget: recipe dict}: the search's baseline trials, plus one at half the shortest budget and
-    one at ``baseline_epochs`` epochs.
+def search_baselines(
+    ok: Any, baseline_epochs: float, objectives: Objectives | None = None
+) -> dict[float, dict[str, Any]]:
+    """{budget: recipe dict}: the search's completed baseline trials (``analysis.frontier``'s baseline),
+    plus one at half the shortest budget and one at ``baseline_epochs`` epochs.
 
     The long point is the search's base with the budget (and so the dilated schedule) that gives the
     dataset's standalone baseline length; it is skipped when the search already trains that long. The
     short point extends the curve below the search's cheapest baseline: the front's fastest recipes are
     usually less accurate than that, and without it their speedup is only a bound, not a measurement.
     """
-    rows = ok[ok["is_baseline"].astype(bool)] if "is_baseline" in ok else ok.iloc[0:0]
+    from recipesearch.analysis import Objectives, frontier
+
+    rows = frontier(ok, objectives or Objectives()).baseline.sort_values("number", kind="stable")
     curve: dict[float, dict[str, Any]] = {}
     for _, row in rows.iterrows():
         curve.setdefault(float(row["budget"]), json.loads(row["recipe_json"]))
@@ -205,8 +223,9 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
     env = environment()
     base = load_recipe(cfg["base"])
     found = None if hand else find_search_run(cfg["dataset"])
-    cands = front_candidates(found[1]) if found else []
-    curve = search_baselines(found[1], cfg["baseline_epochs"]) if found else {}
+    objectives = search_objectives(found[0]) if found else None
+    cands = front_candidates(found[1], objectives) if found else []
+    curve = search_baselines(found[1], cfg["baseline_epochs"], objectives) if found else {}
     run_dir = str(found[0].relative_to(ROOT)) if found else None
     source = f"Pareto front of the search run `{run_dir}`" if cands else "hand-composed Mild/Medium/Hot-style set"
     if not cands:
@@ -217,7 +236,7 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
     else:
         baseline_source = (f"the search's base recipe (its baseline trials in `{run_dir}`), extended to "
                            f"{cfg['baseline_epochs']:g} epochs")
-    longer = longer_budget_arms(found[1], sorted(curve)) if found and cands else []
+    longer = longer_budget_arms(found[1], sorted(curve), objectives) if found and cands else []
     curves = {longer[0][0]: [label for label, _ in longer]} if len(longer) > 1 else {}
     cands = cands + [(label, data) for label, data in longer if label not in dict(cands)]
     arms: dict[str, dict[str, Any]] = {f"baseline @ budget {b:g}": data for b, data in curve.items()}

@@ -15,6 +15,15 @@ from recipesearch.analysis.effects import (
     regime_recipes,
     trials_front_mask,
 )
+from recipesearch.analysis.frontier import (
+    Frontier,
+    Headline,
+    Objectives,
+    ObjectiveSpec,
+    frontier,
+    largest_front_speedup,
+    metric_column,
+)
 from recipesearch.analysis.hypervolume import (
     HypervolumeCurve,
     hypervolume,
@@ -44,8 +53,12 @@ from recipesearch.analysis.speedup import (
 __all__ = [
     "AccuracyGain",
     "AccuracyGainArrays",
+    "Frontier",
+    "Headline",
     "HeadlineSpeedup",
     "HypervolumeCurve",
+    "ObjectiveSpec",
+    "Objectives",
     "SpeedupArrays",
     "SpeedupResult",
     "TradeoffCurve",
@@ -58,10 +71,13 @@ __all__ = [
     "final_baseline_accuracy",
     "budget_bands",
     "completed_mask",
+    "frontier",
     "hypervolume",
     "hypervolume_history",
     "hypervolume_vs_compute",
+    "largest_front_speedup",
     "membership",
+    "metric_column",
     "pairwise_interactions",
     "pareto_front_order",
     "pareto_mask",

@@ -4,16 +4,10 @@
 run.json and space.yaml into one immutable object; the CSV/YAML export, the plots and the HTML page only
 read it, so every number is computed (and tested) in one place without drawing anything.
 
-Definitions used throughout the report:
-- *completed*: state COMPLETE with a finite accuracy and a finite, positive ``train_seconds``.
-- *frontier*: completed trials no other completed trial dominates on (max accuracy, min train_seconds),
-  plus min cost when every completed trial has a cost. Per-budget fronts use the same objectives.
-- *baseline curve*: the completed ``is_baseline`` trials (the base recipe at each budget), by time.
-- *speedup at matched accuracy* (MosaicML's methodology): time the baseline needs to reach a trial's
-  accuracy, interpolated along the baseline curve in log time, / the trial's time
-  (``recipesearch.analysis.speedup`` documents the statuses).
-- *headline*: the fastest non-baseline trial reaching the accuracy of the longest baseline run, its
-  speedup, and the best accuracy any non-baseline trial reaches within the baseline's time.
+Definitions (completed, frontier, baseline curve, speedup at matched accuracy, headline) are
+``recipesearch.analysis.frontier``'s, shared with the live search display and the benchmarks; they are
+taken on the metric the search selected on (run.json's ``metric_split``), so on ``val_accuracy`` for a
+search that selected on validation, while the ``accuracy`` columns show test accuracy.
 """
 from __future__ import annotations
 
@@ -30,19 +24,16 @@ import pandas as pd
 import yaml
 
 from recipesearch.analysis import (
+    Headline,
+    Objectives,
     TradeoffCurve,
-    accuracy_gains_at_matched_time,
     algorithm_effects,
-    baseline_envelope,
-    best_speedup_at_baseline_accuracy,
+    frontier,
     hypervolume,
     hypervolume_vs_compute,
     pairwise_interactions,
-    pareto_mask,
-    pareto_mask_by_group,
     reference_point,
     regime_recipes,
-    speedups_at_matched_accuracy,
 )
 from recipesearch.errors import UserError
 
@@ -61,29 +52,6 @@ class RunFiles(NamedTuple):
     trials: pd.DataFrame
     run_meta: dict[str, Any]
     space_text: str
-
-
-@dataclass(frozen=True)
-class Headline:
-    """The numbers at the top of the report (NaN / None when they cannot be computed)."""
-
-    baseline_accuracy: float  # accuracy of the longest baseline run: the target
-    baseline_seconds: float  # earliest time on the baseline curve reaching the target
-    baseline_budget: float  # budget of the longest baseline run
-    number: int | None  # fastest non-baseline trial reaching the target
-    algorithms: str
-    recipe_seconds: float
-    recipe_accuracy: float
-    speedup: float  # baseline_seconds / recipe_seconds
-    accuracy_gain: float  # best non-baseline accuracy within baseline_seconds - baseline_accuracy
-    gain_number: int | None  # the trial achieving that accuracy
-    # The largest speedup at matched accuracy measured on the frontier (interpolated along the baseline
-    # curve, not a bound), at whatever accuracy that recipe reaches: often a short-budget recipe.
-    front_speedup: float = float("nan")
-    front_number: int | None = None
-    front_algorithms: str = ""
-    front_accuracy: float = float("nan")
-    front_seconds: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -229,58 +197,6 @@ def _space_name_and_hash(space_text: str, meta: dict[str, Any], run_dir: str | N
     return name, str(digest)
 
 
-def _objectives(completed: pd.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
-    warnings = []
-    cost = completed[COST].to_numpy(dtype=float)
-    if len(cost) and np.isfinite(cost).all():
-        return (ACC, TIME, COST), ("maximize", "minimize", "minimize"), warnings
-    if np.isfinite(cost).any():
-        warnings.append("cost is missing for some completed trials: the frontier ignores cost")
-    return (ACC, TIME), ("maximize", "minimize"), warnings
-
-
-def _speedup_columns(df: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-    bt, ba = baseline[TIME].to_numpy(dtype=float), baseline[ACC].to_numpy(dtype=float)
-    t, a = df[TIME].to_numpy(dtype=float), df[ACC].to_numpy(dtype=float)
-    s = speedups_at_matched_accuracy(t, a, bt, ba)
-    g = accuracy_gains_at_matched_time(t, a, bt, ba)
-    return pd.DataFrame({
-        "speedup": s.speedup, "baseline_seconds": s.baseline_time, "speedup_status": s.status.astype(str),
-        "accuracy_gain": g.gain, "baseline_accuracy_at_time": g.baseline_accuracy,
-        "gain_status": g.status.astype(str),
-    }, index=df.index)  # fmt: skip
-
-
-def _headline(completed: pd.DataFrame, baseline: pd.DataFrame, front: pd.DataFrame) -> Headline:
-    nan = float("nan")
-    cand = completed[~completed["is_baseline"]]
-    h = best_speedup_at_baseline_accuracy(cand[TIME], cand[ACC], baseline[TIME], baseline[ACC])
-    budget = nan
-    if len(baseline):
-        longest = baseline.sort_values([TIME, ACC], ascending=[False, False]).iloc[0]
-        budget = float(longest["budget"])
-    number, algos = None, ""
-    if h.index is not None:
-        row = cand.iloc[h.index]
-        number, algos = int(row["number"]), str(row["algorithms"])
-    gain, gain_number = nan, None
-    if np.isfinite(h.baseline_time) and np.isfinite(h.target_accuracy):
-        within = cand[cand[TIME] <= h.baseline_time]
-        if len(within):
-            best = within.sort_values([ACC, TIME, "number"], ascending=[False, True, True]).iloc[0]
-            gain, gain_number = float(best[ACC]) - h.target_accuracy, int(best["number"])
-    best: dict[str, Any] = {}
-    measured = front[(~front["is_baseline"]) & (front["speedup_status"] == "interpolated")
-                     & np.isfinite(front["speedup"].astype(float))] if len(front) else front
-    if len(measured):
-        top = measured.sort_values(["speedup", ACC, "number"], ascending=[False, False, True]).iloc[0]
-        best = {"front_speedup": float(top["speedup"]), "front_number": int(top["number"]),
-                "front_algorithms": str(top["algorithms"]), "front_accuracy": float(top[ACC]),
-                "front_seconds": float(top[TIME])}
-    return Headline(float(h.target_accuracy), float(h.baseline_time), budget, number, algos,
-                    float(h.recipe_time), float(h.recipe_accuracy), float(h.speedup), gain, gain_number, **best)
-
-
 def _fmt_param(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
@@ -411,41 +327,12 @@ def build_info(
     param_cols = [c for c in trials.columns if c.startswith("params_")]
     space_name, space_hash = _space_name_and_hash(space_text, run_meta, run_dir)
 
-    # 1) completed trials and the objectives (cost only when every completed trial has one)
-    done = trials["state"].eq("COMPLETE") & np.isfinite(trials[ACC]) & np.isfinite(trials[TIME]) & (trials[TIME] > 0)
-    trials["completed"] = done.astype(bool)
-    completed = trials[done]
-    objectives, directions, warnings = _objectives(completed)
-
-    # 2) frontier overall and per budget
+    # 1)-3) completed trials, objectives, fronts, baseline curve and speedups: one frontier
+    f = frontier(trials, Objectives.from_run_meta(run_meta))
+    trials, done, objectives, directions = f.trials, f.completed, f.objectives, f.directions
+    completed, baseline, curve, front = trials[done], f.baseline, f.baseline_curve, f.front.copy()
+    warnings = list(f.warnings)
     points = completed[list(objectives)].to_numpy(dtype=float)
-    trials["on_front"] = False
-    trials["on_budget_front"] = False
-    if len(completed):
-        trials.loc[done, "on_front"] = pareto_mask(points, directions)
-        trials.loc[done, "on_budget_front"] = pareto_mask_by_group(
-            completed, list(objectives), list(directions), "budget"
-        ).to_numpy()
-
-    # 3) baseline curve and speedups of every completed trial
-    baseline = trials[done & trials["is_baseline"]].sort_values([TIME, "number"]).reset_index(drop=True)
-    curve = baseline_envelope(baseline[TIME], baseline[ACC])
-    for col in ("speedup", "baseline_seconds", "accuracy_gain", "baseline_accuracy_at_time"):
-        trials[col] = np.nan
-    trials["speedup_status"] = ""
-    trials["gain_status"] = ""
-    if len(completed):
-        sp = _speedup_columns(trials[done], baseline)
-        for col in sp.columns:
-            trials.loc[done, col] = sp[col]
-    if not len(baseline) and len(completed):
-        warnings.append("no completed baseline trial: speedups at matched accuracy cannot be computed")
-    elif len(curve.times) < 2:
-        warnings.append("the baseline curve has one point: speedups are only bounds "
-                        "(train the baseline at more budgets)")
-    completed = trials[done]
-    front = completed[completed["on_front"]].sort_values([TIME, ACC, "number"], ascending=[True, False, True])
-    front = front.reset_index(drop=True)
 
     # 4) hypervolume and its history over trials and compute (failed trials cost compute too)
     ref = reference_point(points, directions)
@@ -457,7 +344,7 @@ def build_info(
                                "hypervolume": hv_curve.hypervolume})
 
     # 5) headline, regimes, effects, curves across budgets
-    headline = _headline(completed, baseline, front)
+    headline = f.headline
     budgets = tuple(sorted(float(b) for b in completed["budget"].dropna().unique()))
     if len(front) and front["budget"].notna().any():
         regimes = regime_recipes(front[front["budget"].notna()], all_budgets=list(budgets))
@@ -478,10 +365,11 @@ def build_info(
 
     failed = trials[~done & trials["state"].isin(["FAIL", "COMPLETE", "PRUNED"])].copy()
     failed.loc[failed["state"].eq("COMPLETE") & failed["error"].eq(""), "error"] = \
-        "completed without a finite accuracy and positive train_seconds"
+        f"completed without a finite {f.metric} and positive train_seconds"
     hardware, versions = _meta_dicts(run_meta)
-    if run_meta.get("metric_split") == "val":
-        warnings.append("the search optimised val_accuracy; this report's accuracy is the test accuracy")
+    if f.metric != ACC:
+        warnings.append(f"the search selected on {f.metric}: the frontier, speedups and headline use it; "
+                        "the accuracy columns show test accuracy")
     return ReportInfo(
         run_dir=run_dir, space_name=space_name, space_hash=space_hash, space_text=space_text,
         objectives=objectives, directions=directions, param_columns=tuple(param_cols),

@@ -1,8 +1,9 @@
 """What the user sees while a search runs: a live progress bar + Pareto-front table, or plain log lines.
 
 Both UIs read the same trials table (``storage.trials_frame``), so what is shown is what trials.csv
-holds. ``front_table`` computes the rows once (a plain DataFrame, tested without a terminal); the live
-view and the final summary only render it.
+holds. The numbers are ``recipesearch.analysis.frontier``'s (the report's definitions, on the metric
+the space selects on); ``front_table`` turns them into rows (a plain DataFrame, tested without a
+terminal) and the live view and the final summary only render those.
 """
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 import pandas as pd
 
+from recipesearch.analysis import Frontier, frontier, largest_front_speedup
 from recipesearch.search.study import INTERRUPTED, count_finished_rows
 
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
 
 MAX_FRONT_ROWS = 12
+FRONT_COLUMNS = ["number", "budget", "algorithms", "is_baseline", "acc", "train_seconds", "cost", "speedup",
+                 "speedup_status"]
 
 
 class SearchUI(Protocol):
@@ -32,35 +35,25 @@ class SearchUI(Protocol):
     def summary(self, trials: pd.DataFrame, space: SearchSpace) -> None: ...
 
 
-# 1) numbers -----------------------------------------------------------------------------------------
-
-
-def objective_column(space: SearchSpace) -> str:
-    return "val_accuracy" if space.metric_split == "val" else "accuracy"
-
-
-def _pareto_mask(points: np.ndarray, directions: list[str]) -> np.ndarray:
-    try:
-        from recipesearch.analysis import pareto_mask
-    except ImportError:  # analysis not installed: the few-line version
-        signs = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
-        v = points * signs
-        ok = ~np.isnan(v).any(axis=1)
-        mask = np.zeros(len(v), dtype=bool)
-        for i in np.flatnonzero(ok):
-            w = v[ok]
-            mask[i] = not ((w <= v[i]).all(axis=1) & (w < v[i]).any(axis=1)).any()
-        return mask
-    return pareto_mask(points, directions)
+# 1) numbers: one ``analysis.frontier`` per refresh, rendered as rows and lines -------------------------
 
 
 def completed(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
+    """The completed rows of ``trials`` (``analysis.frontier``'s definition)."""
     if trials.empty:
         return trials
-    acc = pd.to_numeric(trials[objective_column(space)], errors="coerce")
-    secs = pd.to_numeric(trials["train_seconds"], errors="coerce")
-    ok = (trials["state"] == "COMPLETE") & acc.notna() & secs.gt(0)
-    return trials[ok]
+    return trials[frontier(trials, space).completed.to_numpy()]
+
+
+def _front_rows(f: Frontier) -> pd.DataFrame:
+    """The frontier as the table the UIs show: ``acc`` is the metric the space selects on."""
+    front = f.front
+    return pd.DataFrame({
+        "number": front["number"].astype(int), "budget": front["budget"], "algorithms": front["algorithms"],
+        "is_baseline": front["is_baseline"].astype(bool), "acc": front[f.metric],
+        "train_seconds": front["train_seconds"], "cost": front["cost"], "speedup": front["speedup"],
+        "speedup_status": front["speedup_status"],
+    }, columns=FRONT_COLUMNS)  # fmt: skip
 
 
 def front_table(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
@@ -68,72 +61,32 @@ def front_table(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
 
     Columns: number, budget, algorithms, is_baseline, acc, train_seconds, cost, speedup, speedup_status.
     """
-    cols = ["number", "budget", "algorithms", "is_baseline", "acc", "train_seconds", "cost", "speedup",
-            "speedup_status"]
-    done = completed(trials, space)
-    if done.empty:
-        return pd.DataFrame(columns=cols)
-    acc_col = objective_column(space)
-    obj = {"accuracy": acc_col, "train_seconds": "train_seconds", "cost": "cost"}
-    points = np.column_stack([pd.to_numeric(done[obj[o]], errors="coerce").to_numpy(float)
-                              for o in space.objectives])
-    front = done[_pareto_mask(points, list(space.directions))]
-    out = pd.DataFrame({
-        "number": front["number"].astype(int),
-        "budget": pd.to_numeric(front["budget"], errors="coerce"),
-        "algorithms": front["algorithms"].fillna("").astype(str),
-        "is_baseline": front["is_baseline"].astype(bool),
-        "acc": pd.to_numeric(front[acc_col], errors="coerce"),
-        "train_seconds": pd.to_numeric(front["train_seconds"], errors="coerce"),
-        "cost": pd.to_numeric(front["cost"], errors="coerce"),
-    })
-    base = done[done["is_baseline"].astype(bool)]
-    out["speedup"], out["speedup_status"] = math.nan, "no_baseline"
-    if len(base):
-        try:
-            from recipesearch.analysis import speedups_at_matched_accuracy
+    return _front_rows(frontier(trials, space))
 
-            s = speedups_at_matched_accuracy(out["train_seconds"], out["acc"], base["train_seconds"].astype(float),
-                                             pd.to_numeric(base[acc_col], errors="coerce"))
-            out["speedup"], out["speedup_status"] = s.speedup, s.status
-        except ImportError:
-            pass
-    return out.sort_values(["train_seconds", "acc"], ascending=[True, False]).reset_index(drop=True)
+
+def _headline_text(f: Frontier) -> str | None:
+    h = f.headline
+    done = f.completed_trials
+    if done.empty or not done["is_baseline"].any() or done["is_baseline"].all():
+        return None
+    if h.number is None or not math.isfinite(h.speedup):
+        return (f"no recipe reached the longest baseline's {f.metric} {h.baseline_accuracy:.4f}"
+                if math.isfinite(h.baseline_accuracy) else None)
+    return (f"speedup at the longest baseline's {f.metric} {h.baseline_accuracy:.4f}: {h.speedup:.2f}x "
+            f"({h.recipe_seconds:.2f} s vs {h.baseline_seconds:.2f} s): trial {h.number}, budget "
+            f"{h.recipe_budget:g}, {h.algorithms or 'no algorithms'}")
 
 
 def headline(trials: pd.DataFrame, space: SearchSpace) -> str | None:
     """'speedup at the longest baseline's accuracy 0.9421: 1.80x (...): trial 12, ...' or None."""
-    done = completed(trials, space)
-    if done.empty:
-        return None
-    acc_col = objective_column(space)
-    base = done[done["is_baseline"].astype(bool)]
-    cand = done[~done["is_baseline"].astype(bool)]
-    if base.empty or cand.empty:
-        return None
-    try:
-        from recipesearch.analysis import best_speedup_at_baseline_accuracy
-    except ImportError:
-        return None
-    h = best_speedup_at_baseline_accuracy(cand["train_seconds"].astype(float), cand[acc_col].astype(float),
-                                          base["train_seconds"].astype(float), base[acc_col].astype(float))
-    if h.index is None or not math.isfinite(h.speedup):
-        return (f"no recipe reached the longest baseline's {acc_col} {h.target_accuracy:.4f}"
-                if math.isfinite(h.target_accuracy) else None)
-    row = cand.iloc[h.index]
-    algs = row["algorithms"] or "no algorithms"
-    return (f"speedup at the longest baseline's {acc_col} {h.target_accuracy:.4f}: {h.speedup:.2f}x "
-            f"({h.recipe_time:.2f} s vs {h.baseline_time:.2f} s): trial {int(row['number'])}, budget "
-            f"{float(row['budget']):g}, {algs}")
+    return _headline_text(frontier(trials, space))
 
 
 def front_headline(front: pd.DataFrame) -> str | None:
     """The largest measured (interpolated, not a bound) speedup at matched accuracy on ``front_table``."""
-    measured = front[~front["is_baseline"] & (front["speedup_status"] == "interpolated")
-                     & np.isfinite(front["speedup"].astype(float))]
-    if measured.empty:
+    top = largest_front_speedup(front, "acc")
+    if top is None:
         return None
-    top = measured.sort_values(["speedup", "acc"], ascending=[False, False]).iloc[0]
     return (f"largest speedup at matched accuracy on the front: {top['speedup']:.2f}x at {top['acc']:.4f} "
             f"({top['train_seconds']:.2f} s): trial {int(top['number'])}, budget {top['budget']:g}, "
             f"{top['algorithms'] or 'no algorithms'}")
@@ -297,10 +250,11 @@ def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> No
     console.print(f"done: {c.get('COMPLETE', 0)} completed, {c.get('FAIL', 0)} failed"
                   + (f" ({int((trials['error'] == INTERRUPTED).sum())} interrupted)"
                      if "error" in trials and (trials["error"] == INTERRUPTED).any() else ""))
-    front = front_table(trials, space)
+    f = frontier(trials, space)  # once: the table and both headline lines read it
+    front = _front_rows(f)
     if len(front):
         console.print(render_front(front, space, f"Pareto front ({len(front)} trials)"))
-    for line in (front_headline(front) if len(front) else None, headline(trials, space)):
+    for line in (front_headline(front), _headline_text(f)):
         if line:
             console.print(line)
 

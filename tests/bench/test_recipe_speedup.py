@@ -122,3 +122,30 @@ def test_analyse_reports_the_curve_speedup_and_its_goal():
     assert a["curves"]["r"]["speedup"] == pytest.approx(40 / (5 * 4 ** (2 / 3)))
     assert a["best_speedup_at_final_accuracy"] == pytest.approx(3.17, abs=0.01)
     assert a["goal_met_at_final_accuracy"]
+
+
+
+def trial_numbers(candidates: list[tuple[str, dict]]) -> list[int]:
+    return [int(label.split(":")[0].split()[1]) for label, _ in candidates]
+
+
+def test_the_most_accurate_recipe_stays_a_candidate_when_a_baseline_run_beats_it(trials):
+    from recipesearch.analysis import Objectives, frontier
+
+    trials.loc[trials["number"] == 7, ["accuracy", "train_seconds"]] = [0.899, 250]  # baseline 3: 0.90 in 240 s
+    assert 7 not in set(frontier(trials, Objectives()).front["number"])  # off the search's front,
+    assert trial_numbers(front_candidates(trials)) == [8, 4, 6, 7]  # but on the recipes' own front
+
+
+def test_candidates_are_picked_on_the_metric_the_search_selected_on(trials, tmp_path):
+    from bench.recipe_speedup import search_objectives
+
+    (tmp_path / "run.json").write_text(json.dumps({"objectives": ["accuracy", "train_seconds"],
+                                                   "directions": ["maximize", "minimize"], "metric_split": "val"}))
+    objectives = search_objectives(tmp_path)
+    assert objectives.metric_split == "val" and search_objectives(tmp_path / "missing").metric_split == "test"
+    # on val, trial 7 is dominated by 6, which becomes the most accurate recipe; its test accuracy is unchanged
+    val = trials.assign(val_accuracy=trials["accuracy"])
+    val.loc[val["number"] == 7, "val_accuracy"] = 0.85
+    assert trial_numbers(front_candidates(val, objectives)) == [8, 4, 6]
+    assert trial_numbers(front_candidates(val)) == [8, 4, 6, 7]

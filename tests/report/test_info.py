@@ -189,3 +189,29 @@ def test_normalise_trials_parses_csv_spellings():
     assert list(out["algorithms"]) == ["", "label_smoothing+mixup"]
     assert list(out["state"]) == ["UNKNOWN", "COMPLETE"]
     assert math.isnan(out["accuracy"].iloc[0]) and out["accuracy"].iloc[1] == 0.9
+
+
+def test_a_search_that_selected_on_val_is_reported_on_val(run_dir):
+    trials, meta, space = load_run(run_dir)
+    meta = {**meta, "objectives": ["accuracy", "train_seconds"], "directions": ["maximize", "minimize"],
+            "metric_split": "val"}
+    # the test accuracy of the candidates made worthless: nothing the report selects or measures moves
+    worse = trials.assign(val_accuracy=trials["accuracy"],
+                          accuracy=np.where(trials["is_baseline"], trials["accuracy"], 0.1))
+    info = build_info(worse, meta, space)
+    assert info.objectives == ("val_accuracy", "train_seconds")
+    assert list(info.front["number"]) == list(build_info(trials, {}, space).front["number"])
+    assert info.headline == build_info(trials, {}, space).headline
+    assert (info.front["accuracy"][~info.front["is_baseline"]] == 0.1).all()  # test accuracy still shown
+    assert any("selected on val_accuracy" in w for w in info.warnings)
+    no_val = build_info(trials.assign(val_accuracy=np.nan), meta, space)
+    assert no_val.completed.empty and no_val.front.empty and no_val.headline.number is None
+
+
+def test_run_json_objectives_decide_whether_cost_counts(run_dir):
+    trials, meta, space = load_run(run_dir)
+    trials["cost"] = trials["train_seconds"] * np.where(trials["number"] % 2, 1.0, 3.0)
+    meta = {**meta, "objectives": ["accuracy", "train_seconds"], "directions": ["maximize", "minimize"]}
+    info = build_info(trials, meta, space)
+    assert info.objectives == ("accuracy", "train_seconds")  # the search did not optimise cost
+    assert set(info.front["number"]) == non_dominated(completed_points(trials_frame()))

@@ -36,3 +36,30 @@ def test_the_live_front_table_and_the_headline(make_space):
     ui.start(space=space, total=6, done=0, run_dir="run", ray_address="local")
     ui.trial_finished({**df.iloc[4].to_dict(), "error": "diverged: loss is nan at step 3"}, df)
     assert any("trial 4 FAIL: diverged: loss is nan at step 3" in ln for ln in lines)
+
+
+def test_the_live_table_selects_on_the_spaces_metric_and_prints_one_summary(make_space):
+    from recipesearch.search.progress import LogUI, front_table, headline
+
+    space = make_space()
+    space.metric_split = "val"  # the table, speedups and headline read val_accuracy, never the test column
+    rows = [  # number, state, is_baseline, budget, algorithms, accuracy (test), val_accuracy, train_seconds
+        (0, "COMPLETE", True, 0.5, "", 0.10, 0.80, 1.0), (1, "COMPLETE", True, 1.0, "", 0.10, 0.90, 2.0),
+        (2, "COMPLETE", False, 0.5, "label_smoothing", 0.99, 0.90, 1.0),
+        (3, "COMPLETE", False, 1.0, "mixup", 0.99, 0.85, 2.5),  # best on test, dominated on val
+        (4, "COMPLETE", False, 1.0, "mixup", 0.99, math.nan, 0.5),  # no val accuracy: not completed
+    ]
+    df = pd.DataFrame(rows, columns=["number", "state", "is_baseline", "budget", "algorithms", "accuracy",
+                                     "val_accuracy", "train_seconds"]).assign(cost=math.nan, error="")
+    front = front_table(df, space)
+    assert front["number"].tolist() == [2] and front["acc"].tolist() == [0.90]
+    assert front["speedup"].tolist() == [pytest.approx(2.0)]
+    assert headline(df, space).startswith("speedup at the longest baseline's val_accuracy 0.9000: 2.00x")
+
+    lines = []
+    ui = LogUI(stream=type("S", (), {"write": lambda self, t: lines.append(t), "flush": lambda self: None})())
+    ui.summary(df, space)
+    text = "".join(lines)
+    assert "val acc" in text and "Pareto front (1 trials)" in text
+    assert text.count("largest speedup at matched accuracy on the front: 2.00x at 0.9000") == 1
+    assert "trial 2, budget 0.5, label_smoothing" in text
