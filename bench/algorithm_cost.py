@@ -29,7 +29,13 @@ import numpy as np
 import torch
 
 from bench.common import (
-    ROOT, environment, fmt_summary, load_now, md_table, save_figure, summarize,
+    ROOT,
+    environment,
+    fmt_summary,
+    load_now,
+    md_table,
+    save_figure,
+    summarize,
 )
 
 NAME = "algorithm_cost"

@@ -298,7 +298,9 @@ def curve_speedup(recipe_times: list[float], recipe_accs: list[float], base_time
 def analyse(runs: list[dict[str, Any]], cand_labels: list[str], n_seeds: int,
             curves: dict[str, list[str]] | None = None) -> dict[str, Any]:
     from recipesearch.analysis import (
-        accuracy_at_matched_time, best_speedup_at_baseline_accuracy, speedup_at_matched_accuracy,
+        accuracy_at_matched_time,
+        best_speedup_at_baseline_accuracy,
+        speedup_at_matched_accuracy,
     )
     from recipesearch.analysis.speedup import INTERPOLATED
 

@@ -10,7 +10,7 @@ Method
    algorithm switches, ``grid``/``choices`` hyperparameters) — see ``grid_space`` — so every point a
    sampler can propose is one of finitely many recipes, and the table can hold all of them (``record_grid``
    trains the whole grid). Lookups key on ``recipesearch.space.params_key`` (the canonical params string).
-2) ``run_study`` runs the very loop ``recipesearch search`` runs (``recipesearch.search.loop.SearchLoop``:
+2) ``run_study`` runs the very loop ``recipesearch search`` runs (``recipesearch.engine.loop.SearchLoop``:
    baselines queued first at every budget, the space's sampler or the sweep, ask → recipe → tell) with the
    in-process executor instead of Ray Tune: ``concurrency`` trials are asked before their results are told.
    The objective is any function of the params: a table lookup (``TableObjective``) or, when recording, a
@@ -218,10 +218,10 @@ def run_study(
     """
     import optuna
 
-    from recipesearch.search import study as st
-    from recipesearch.search.executors import InProcess
-    from recipesearch.search.loop import Proposal, SearchLoop
-    from recipesearch.search.samplers import make_sampler
+    from recipesearch.engine import study as st
+    from recipesearch.engine.executors import InProcess
+    from recipesearch.engine.loop import Proposal, SearchLoop
+    from recipesearch.engine.samplers import make_sampler
 
     records: list[TrialRecord] = []
     hits: dict[int, bool] = {}

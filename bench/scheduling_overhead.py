@@ -5,7 +5,7 @@ Method
    over a harmless LR multiplier in [0.95, 1.05] (every trial trains the same number of steps), its
    length chosen from a calibration epoch so a trial trains ~1 s or ~10 s. One trial at a time
    (concurrency 1) with 2 threads, i.e. the whole 2-core machine per trial.
-2) Search arm: ``recipesearch.search.api.search(space, out=...)`` — Optuna + Ray Tune, the CLI's code
+2) Search arm: ``recipesearch.engine.api.search(space, out=...)`` — Optuna + Ray Tune, the CLI's code
    path, with its default live report every 4 trials. From ``trials.csv``: each trial's
    ``datetime_start``/``datetime_complete`` and ``train_seconds``.
 3) In-process arm: the very recipes those trials trained (``recipe_json``), run back to back with
@@ -96,7 +96,7 @@ def _trial_niceness(stop: threading.Event, seen: set[int]) -> None:
 def search_arm(space, out: Path) -> dict[str, Any]:
     import pandas as pd
 
-    from recipesearch.search.api import search
+    from recipesearch.engine.api import search
 
     stop, nice = threading.Event(), set()
     watcher = threading.Thread(target=_trial_niceness, args=(stop, nice), daemon=True)
@@ -195,7 +195,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     summary = {}
-    for label, target, _ in sizes:
+    for label, _target, _ in sizes:
         rows = [x for x in results if x["size"] == label]
         summary[label] = {
             arm: {k: summarize(x[arm][k] for x in rows) for k in
@@ -272,7 +272,7 @@ def render(result: dict[str, Any]) -> str:
         "**What**: trials of fixed, known training time (~1 s and ~10 s of digits/resnet8 on an idle machine: "
         "the number of epochs is set from the fastest of 5 one-epoch calibration runs, "
         f"{result['epoch_seconds']:.2f} s per epoch; their measured train_seconds are in the table) through the real search path "
-        "(`recipesearch.search.api.search`: Optuna sampler, Ray Tune trial actor, study in SQLite, trials.csv "
+        "(`recipesearch.engine.api.search`: Optuna sampler, Ray Tune trial actor, study in SQLite, trials.csv "
         "and live report) against the very same recipes trained back to back with `fit()` in one process.",
         f"**How**: one trial at a time (concurrency 1), {result['threads']} torch threads per trial; "
         f"trials per search: {', '.join(f'{n} x ~{k}' for k, n in n_trials)}; {result['repeats']} repeat(s)"

@@ -1,7 +1,7 @@
 """Search efficiency: hypervolume against cumulative training time for tpe, nsga2, gp, random and sweep.
 
 Two parts, both reported:
-A) Real searches: ``recipesearch.search.api.search`` on ``search_spaces/digits.yaml`` with the sampler
+A) Real searches: ``recipesearch.engine.api.search`` on ``search_spaces/digits.yaml`` with the sampler
    swapped, ``SEEDS_REAL`` seeds each (trials really train, through Ray). Trials are taken in completion
    order; cumulative training time = running sum of their train_seconds (compute, not wall time:
    concurrency does not flatter a sampler). One reference point for every run: ``reference_point`` of
@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 
 from bench.common import (
-    BENCH_DIR, ROOT, environment, fmt, fmt_summary, load_now, md_table, save_figure, summarize,
+    BENCH_DIR,
+    ROOT,
+    environment,
+    fmt,
+    fmt_summary,
+    load_now,
+    md_table,
+    save_figure,
+    summarize,
 )
 
 NAME = "search_efficiency"
@@ -64,7 +72,7 @@ def real_space(sampler: str, seed: int, quick: bool) -> Any:
 def run_real(samplers: tuple[str, ...], seeds: list[int], quick: bool) -> list[dict[str, Any]]:
     import pandas as pd
 
-    from recipesearch.search.api import search
+    from recipesearch.engine.api import search
 
     runs = []
     for seed in seeds:
@@ -255,9 +263,8 @@ def analyse(runs_by_sampler: dict[str, list[list[dict[str, Any]]]], reference: n
     its median-over-seeds curve reaches the target (``compute_to_target``), its ratio to random's own, and
     per seed how many reach the target at all and when.
     """
-    from recipesearch.analysis import hypervolume_vs_compute
-
     from bench.replay import time_to_reach
+    from recipesearch.analysis import hypervolume_vs_compute
 
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for sampler, runs in runs_by_sampler.items():
@@ -457,7 +464,7 @@ def render(result: dict[str, Any]) -> str:
         parts += [
             "",
             "### Real searches (trials really train)",
-            f"**How**: `recipesearch.search.api.search` on `{real['space']}` with only the sampler swapped, "
+            f"**How**: `recipesearch.engine.api.search` on `{real['space']}` with only the sampler swapped, "
             f"{real['seeds']} seed(s) per sampler, samplers interleaved within a seed; trials in completion "
             f"order; reference point = that of all real trials together "
             f"({real['analysis']['reference'][0]:.3f}, {real['analysis']['reference'][1]:.1f}). Wall time per "

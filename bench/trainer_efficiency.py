@@ -39,7 +39,16 @@ import torch
 import torch.nn.functional as F
 
 from bench.common import (
-    environment, fmt, fmt_summary, goal_text, interleave, load_now, load_result, md_table, save_figure, summarize,
+    environment,
+    fmt,
+    fmt_summary,
+    goal_text,
+    interleave,
+    load_now,
+    load_result,
+    md_table,
+    save_figure,
+    summarize,
 )
 
 NAME = "trainer_efficiency"
@@ -175,7 +184,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
                    "trainer+channels_last": _recipe(dataset, model, steps, per_epoch, channels_last=True)}
         warm = {k: _recipe(dataset, model, 3, per_epoch, channels_last=k.endswith("channels_last")) for k in ARMS}
 
-        def one(arm: str, recipe) -> dict[str, float]:
+        def one(arm: str, recipe, bundle=bundle) -> dict[str, float]:
             if arm == "bare":
                 seconds, cpu, samples = bare_loop(recipe, bundle)
                 return {"seconds": seconds, "cpu_seconds": cpu, "samples": samples, "data_wait_fraction": math.nan}

@@ -1,23 +1,30 @@
 """recipesearch: find training recipes on the Pareto frontier of accuracy against training time."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "fit", "load_recipe", "search"]
+__all__ = ["SearchResult", "__version__", "fit", "load_recipe", "search"]
+
+from recipesearch.engine.api import SearchResult, search  # cheap: Ray, Optuna and torch load inside search()
+
+if TYPE_CHECKING:
+    from recipesearch.recipe import Recipe
+    from recipesearch.train.loop import TrainResult
+
+# Thin wrappers, so ``import recipesearch`` stays cheap: torch loads on first use.
 
 
-def __getattr__(name: str):
-    # Lazy: ``import recipesearch`` stays cheap; torch, ray and optuna load on first use.
-    if name == "fit":
-        from recipesearch.train.loop import fit
+def fit(recipe: Recipe, **kwargs: Any) -> TrainResult:
+    """Train one recipe (``recipesearch.train.loop.fit``)."""
+    from recipesearch.train.loop import fit as _fit
 
-        return fit
-    if name == "load_recipe":
-        from recipesearch.recipe import load_recipe
+    return _fit(recipe, **kwargs)
 
-        return load_recipe
-    if name == "search":
-        import recipesearch.search as search  # a callable package: recipesearch.search(space, out=...)
 
-        return search
-    raise AttributeError(name)
+def load_recipe(path: Any, **kwargs: Any) -> Recipe:
+    """Load and validate a recipe YAML file (``recipesearch.recipe.load_recipe``)."""
+    from recipesearch.recipe import load_recipe as _load
+
+    return _load(path, **kwargs)

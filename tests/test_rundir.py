@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import pandas as pd
 import pytest
@@ -101,3 +102,24 @@ def test_run_json_keeps_one_entry_per_session(tmp_path, make_space):
     meta = run.read_meta()
     assert len(meta["sessions"]) == 2 and meta["status"] == "finished" and "secret" not in meta["storage"]
     assert meta["space_hash"] == space.hash and meta["metric_split"] == space.metric_split
+
+
+def test_concurrent_reader_never_sees_half_a_file(tmp_path):
+    path = tmp_path / "index.html"
+    versions = [(f"<html>{i}" + "x" * 2_000_000 + "</html>\n") for i in range(2)]
+    write_atomic(path, versions[0])
+    stop, seen = threading.Event(), []
+
+    def read():
+        while not stop.is_set():
+            text = path.read_text()
+            seen.append(text.startswith("<html>") and text.endswith("</html>\n") and len(text) == len(versions[0]))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for i in range(20):
+        write_atomic(path, versions[i % 2])
+    stop.set()
+    reader.join()
+    assert seen and all(seen)
+    assert [p.name for p in tmp_path.iterdir()] == ["index.html"]  # no temporary files left behind

@@ -5,6 +5,7 @@ number in the report can be tested on hand-made inputs.
 """
 from __future__ import annotations
 
+from recipesearch.analysis.curve_speedup import CurveSpeedup, SpeedupProfile, curve_speedup, speedup_profile
 from recipesearch.analysis.effects import (
     algorithm_effects,
     algorithm_sets,
@@ -32,6 +33,7 @@ from recipesearch.analysis.hypervolume import (
     reference_point,
 )
 from recipesearch.analysis.pareto import pareto_front_order, pareto_mask, pareto_mask_by_group
+from recipesearch.analysis.seeds import SeedStats, curve_by_budget, seed_summary
 from recipesearch.analysis.speedup import (
     AccuracyGain,
     AccuracyGainArrays,
@@ -49,8 +51,19 @@ from recipesearch.analysis.speedup import (
     time_to_reach,
     times_to_reach,
 )
+from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
 
 __all__ = [
+    "CurveSpeedup",
+    "SeedStats",
+    "SpeedupProfile",
+    "bootstrap_curve_speedup",
+    "confirmed_faster",
+    "curve_by_budget",
+    "curve_speedup",
+    "seed_summary",
+    "speedup_profile",
+    "trials_front_mask",
     "AccuracyGain",
     "AccuracyGainArrays",
     "Frontier",

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from recipesearch.analysis._objectives import MINIMIZE, as_minimization, direction_signs
+from recipesearch.analysis._objectives import as_minimization, direction_signs
 
 # Rows compared per block: bounds the (block, n, k) temporary to a few tens of MB for large n.
 _BLOCK = 512

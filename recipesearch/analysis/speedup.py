@@ -236,10 +236,10 @@ def best_speedup_at_baseline_accuracy(
 ) -> HeadlineSpeedup:
     """The headline number: the fastest recipe reaching the baseline's final accuracy, and its speedup.
 
-    The target is ``final_baseline_accuracy`` unless ``target_accuracy`` is given. The baseline's time is the earliest time its envelope reaches
-    the target, so a noisy longest run never inflates the speedup. Ties between equally fast recipes go
-    to the more accurate one, then to the lower index. Pass the candidate trials (usually the completed
-    non-baseline ones); the index refers to their order.
+    The target is ``final_baseline_accuracy`` unless ``target_accuracy`` is given. The baseline's time is
+    the earliest time its envelope reaches the target, so a noisy longest run never inflates the speedup.
+    Ties between equally fast recipes go to the more accurate one, then to the lower index. Pass the
+    candidate trials (usually the completed non-baseline ones); the index refers to their order.
     """
     nan = float("nan")
     bt = np.asarray(baseline_times, dtype=float).reshape(-1)

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from recipesearch.search.api import search
+    from recipesearch.engine.api import search
 
     search(args.space, out=args.out, resume=args.resume, force=args.force, address=args.address,
            storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,

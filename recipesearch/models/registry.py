@@ -10,8 +10,9 @@ from __future__ import annotations
 import fnmatch
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from torch import nn
 

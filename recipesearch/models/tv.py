@@ -51,7 +51,8 @@ def create_torchvision_model(
             "model.name", f"unknown model '{TV_PREFIX}{name}'; allowed: tv/<name> for a name in list_models('tv/*')"
         )
     if "weights" in kwargs:
-        raise ConfigError("model.weights", "pretrained weights are not supported (no downloads); models start untrained")
+        raise ConfigError("model.weights",
+                          "pretrained weights are not supported (no downloads); models start untrained")
     if name in ("googlenet", "inception_v3"):
         kwargs.setdefault("aux_logits", False)
         kwargs.setdefault("init_weights", True)  # silences torchvision's warning about the default changing

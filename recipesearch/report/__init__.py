@@ -21,17 +21,17 @@ def build_report(run_dir: str | Path) -> Path:
 
 def write_report(info: ReportInfo, run_dir: str | Path) -> Path:
     """Render an already computed ``ReportInfo`` into ``run_dir``; returns the path of index.html."""
-    from recipesearch.report import _atomic
     from recipesearch.report.export import write_pareto_csv, write_recipes
     from recipesearch.report.html import render_html
     from recipesearch.report.plots import render_plots, write_plots
+    from recipesearch.rundir import write_atomic
 
     run_dir = Path(run_dir)
     write_pareto_csv(info, run_dir)
     write_recipes(info, run_dir)
     plots = render_plots(info)
     write_plots(plots, run_dir)
-    return _atomic.write_text(run_dir / "index.html", render_html(info, plots))
+    return write_atomic(run_dir / "index.html", render_html(info, plots))
 
 
 def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False) -> list[Path]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from recipesearch.errors import UserError
-from recipesearch.report import _atomic
 from recipesearch.report.info import RECIPE_MARKER, FrontRecipe, ReportInfo
+from recipesearch.rundir import write_atomic
 
 # Leading columns of pareto.csv; the sampled parameters (params_*) follow.
 PARETO_COLUMNS = [
@@ -36,7 +36,7 @@ def pareto_csv_text(info: ReportInfo) -> str:
 
 
 def write_pareto_csv(info: ReportInfo, run_dir: str | Path) -> Path:
-    return _atomic.write_text(Path(run_dir) / "pareto.csv", pareto_csv_text(info))
+    return write_atomic(Path(run_dir) / "pareto.csv", pareto_csv_text(info))
 
 
 def unique_recipes(info: ReportInfo) -> list[FrontRecipe]:
@@ -65,7 +65,7 @@ def write_recipes(info: ReportInfo, run_dir: str | Path) -> list[Path]:
     for r in recipes:
         path = folder / f"{r.recipe_id}.yaml"
         if not path.is_file() or path.read_text(errors="replace") != r.yaml_text:
-            _atomic.write_text(path, r.yaml_text)
+            write_atomic(path, r.yaml_text)
         written.append(path)
     if folder.is_dir():
         keep = {p.name for p in written}
@@ -100,5 +100,5 @@ def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False)
         raise UserError(f"--to: {conflicts[0]} exists with different content{more}; pass --force to overwrite")
     for path, text in targets:
         if not (path.is_file() and path.read_text(errors="replace") == text):
-            _atomic.write_text(path, text)
+            write_atomic(path, text)
     return [p for p, _ in targets]

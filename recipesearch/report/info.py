@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,13 +35,12 @@ from recipesearch.analysis import (
     regime_recipes,
 )
 from recipesearch.errors import UserError
+from recipesearch.rundir import RunDir, normalise_trials
 
 ACC, TIME, COST = "accuracy", "train_seconds", "cost"
 RECIPE_MARKER = "recipesearch frontier recipe"  # first comment line of every exported recipe
 MAX_CURVE_GROUPS = 5  # recipes drawn in the accuracy-vs-time-across-budgets plot
 
-_NUMERIC = ("budget", "epochs", ACC, "val_accuracy", "loss", TIME, "throughput", "data_wait_fraction", COST, "seed")
-_TEXT = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete")
 _END_KEYS = ("end_time", "finished_at", "ended_at")  # run.json keys of a search that ended
 
 
@@ -95,7 +93,7 @@ class ReportInfo:
     versions: dict[str, Any]
     run_status: str  # "running", "finished", or run.json's status ("interrupted", "failed")
     warnings: tuple[str, ...]
-    generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    generated_at: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 
     @property
     def in_progress(self) -> bool:
@@ -117,59 +115,9 @@ class ReportInfo:
 
 
 def load_run(run_dir: str | Path) -> RunFiles:
-    """Read trials.csv (required), run.json and space.yaml (optional) of a search run directory."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: no such run directory")
-    path = run_dir / "trials.csv"
-    if not path.is_file():
-        raise UserError(f"{run_dir}: no trials.csv; is this the --out directory of a recipesearch search?")
-    try:
-        trials = pd.read_csv(path, keep_default_na=True)
-    except pd.errors.EmptyDataError:
-        trials = pd.DataFrame()
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable CSV file ({str(exc).splitlines()[0]})") from None
-    meta: dict[str, Any] = {}
-    if (run_dir / "run.json").is_file():
-        try:
-            loaded = json.loads((run_dir / "run.json").read_text())
-            meta = loaded if isinstance(loaded, dict) else {}
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            meta = {}  # a damaged run.json loses the hardware section, not the report
-    space = run_dir / "space.yaml"
-    space_text = space.read_text(errors="replace") if space.is_file() else ""
-    return RunFiles(trials, meta, space_text)
-
-
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes", "t", "y")
-    try:
-        return bool(value) and not (isinstance(value, float) and math.isnan(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def normalise_trials(df: pd.DataFrame) -> pd.DataFrame:
-    """Every contract column present with a usable dtype, rows sorted by trial number."""
-    df = df.copy()
-    if "number" not in df:
-        df["number"] = np.arange(len(df))
-    df["number"] = pd.to_numeric(df["number"], errors="coerce")
-    df = df[df["number"].notna()].copy()
-    df["number"] = df["number"].astype(int)
-    for col in _NUMERIC:
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float) if col in df else np.nan
-    for col in _TEXT:
-        df[col] = df[col].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)) \
-            if col in df else ""
-    if "state" in df and (df["state"] == "").all() and len(df):
-        df["state"] = "COMPLETE"
-    df["state"] = df["state"].str.upper().replace("", "UNKNOWN")
-    df["algorithms"] = df["algorithms"].map(lambda s: "+".join(sorted(a.strip() for a in s.split("+") if a.strip())))
-    df["is_baseline"] = df["is_baseline"].map(_as_bool).astype(bool) if "is_baseline" in df else False
-    return df.sort_values("number", kind="stable").reset_index(drop=True)
+    """Read trials.csv (required), run.json and space.yaml (optional) through the run directory's reader."""
+    run = RunDir(run_dir)
+    return RunFiles(run.read_trials(), run.read_meta(), run.read_space_text())
 
 
 def algorithms_label(algorithms: str, is_baseline: bool = False) -> str:

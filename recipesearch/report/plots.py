@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from recipesearch.report import _atomic
 from recipesearch.report.info import ACC, TIME, ReportInfo, algorithms_label
+from recipesearch.rundir import write_atomic
 
 # (name, caption) in the order the report shows them.
 PLOTS = {
@@ -377,6 +377,6 @@ def write_plots(plots: dict[str, Plot], run_dir: str | Path) -> list[Path]:
     folder = Path(run_dir) / "plots"
     paths = []
     for name, plot in plots.items():
-        paths.append(_atomic.write_text(folder / f"{name}.svg", plot.svg))
-        paths.append(_atomic.write_bytes(folder / f"{name}.png", plot.png))
+        paths.append(write_atomic(folder / f"{name}.svg", plot.svg))
+        paths.append(write_atomic(folder / f"{name}.png", plot.png))
     return paths

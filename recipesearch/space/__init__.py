@@ -64,7 +64,7 @@ Each kind is a ``ParamSpec`` subclass (``params.py``): ``suggest(trial)``, ``val
 Modules: ``schema`` (pydantic models of the file), ``param_entries`` (one parameter as written, and its
 ``ParamSpec``), ``params`` (the kinds), ``sampler_spec`` (sampler names and options), ``loading`` (file ->
 ``SearchSpace``, the checks that need the base recipe), ``search_space`` (``SearchSpace``), ``messages``
-(one-line errors). Nothing here imports ``recipesearch.search``.
+(one-line errors). Nothing here imports ``recipesearch.engine``.
 """
 
 from __future__ import annotations

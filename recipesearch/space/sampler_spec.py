@@ -1,6 +1,6 @@
 """Which samplers a space may name, the options each accepts, and the validated choice (``SamplerSpec``).
 
-The table lives with the space schema (not in ``recipesearch.search.samplers``) so that loading a space
+The table lives with the space schema (not in ``recipesearch.engine.samplers``) so that loading a space
 never imports the search package; ``search/samplers.py`` reads it from here to build the Optuna sampler.
 """
 from __future__ import annotations

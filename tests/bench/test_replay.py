@@ -19,8 +19,16 @@ if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesear
     sys.path.insert(0, str(ROOT))
 
 from bench.replay import (  # noqa: E402
-    Table, TableObjective, enumerate_space, grid_space, hv_curves, replay, run_study, time_to_reach,
-    with_sampler, write_table,
+    Table,
+    TableObjective,
+    enumerate_space,
+    grid_space,
+    hv_curves,
+    replay,
+    run_study,
+    time_to_reach,
+    with_sampler,
+    write_table,
 )
 
 BASE = {

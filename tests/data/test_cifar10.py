@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from recipesearch.data.testing import CIFAR_NAMES, write_cifar_binary, write_cifar_python
 
 from recipesearch.data import DataSpec, get_dataset, load_data
 from recipesearch.data.cifar10 import MEAN, STD
+from recipesearch.data.testing import CIFAR_NAMES, write_cifar_binary, write_cifar_python
 from recipesearch.errors import DataNotFoundError
 
 

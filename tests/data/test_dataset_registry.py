@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from recipesearch.data.testing import write_cifar_python, write_fashion, write_imagefolder
 
 from recipesearch.data import DataSpec, RawDataset, get_dataset, list_datasets, load_data, register_dataset
+from recipesearch.data.testing import write_cifar_python, write_fashion, write_imagefolder
 from recipesearch.errors import UserError
 
 # how to give each dataset tiny files (None = needs no files); a new dataset must add itself here
@@ -57,7 +57,7 @@ def test_every_dataset_meets_the_bundle_contract(name, tmp_path):
         assert split is not None and len(split) > 0
         assert split.images.dtype == torch.uint8 and split.labels.dtype == torch.int64
         assert split.images.shape == (len(split), bundle.channels, s, s)
-        assert 0 <= int(split.labels.min()) and int(split.labels.max()) < bundle.num_classes
+        assert int(split.labels.min()) >= 0 and int(split.labels.max()) < bundle.num_classes
     assert len(bundle.mean) == len(bundle.std) == bundle.channels
     assert all(0 < v < 1 for v in bundle.mean + bundle.std)
     assert len(bundle.class_names) == bundle.num_classes

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from recipesearch.data.testing import write_fashion, write_idx
 
 from recipesearch.data import DataSpec, get_dataset, load_data
 from recipesearch.data import fashion_mnist as fm
+from recipesearch.data.testing import write_fashion, write_idx
 from recipesearch.errors import DataNotFoundError, UserError
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from recipesearch.data.testing import write_imagefolder
 from PIL import Image
 
 from recipesearch.data import DataSpec, get_dataset, load_data
+from recipesearch.data.testing import write_imagefolder
 from recipesearch.errors import DataNotFoundError, UserError
 
 

@@ -23,7 +23,9 @@ def _pixels(x: torch.Tensor) -> torch.Tensor:
 
 def test_same_seed_gives_identical_batches_and_epochs_differ():
     images, labels = _data()
-    make = lambda: BatchLoader(images, labels, 8, MEAN, STD, crop_padding=2, generator=torch.Generator().manual_seed(3))
+    def make() -> BatchLoader:
+        return BatchLoader(images, labels, 8, MEAN, STD, crop_padding=2, generator=torch.Generator().manual_seed(3))
+
     a, b = make(), make()
     epoch_a, epoch_b = list(a), list(b)
     assert len(epoch_a) == len(a) == 6  # drop_last: 50 // 8

@@ -5,8 +5,7 @@ import torch
 from torch import nn
 
 from recipesearch.errors import ConfigError
-from recipesearch.models import create_model, list_models, model_info, register_model
-from recipesearch.models import registry
+from recipesearch.models import create_model, list_models, model_info, register_model, registry
 
 
 def test_list_models_in_natural_order_with_patterns() -> None:

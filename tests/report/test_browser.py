@@ -36,7 +36,8 @@ window.addEventListener("load", function () {
   });
   var table = document.getElementById("frontier-table"), acc = table.tHead.rows[0].cells[1];
   function accs() {
-    return Array.prototype.map.call(table.tBodies[0].rows, function (r) { return parseFloat(r.cells[1].getAttribute("data-v")); });
+    return Array.prototype.map.call(table.tBodies[0].rows,
+                                    function (r) { return parseFloat(r.cells[1].getAttribute("data-v")); });
   }
   acc.click();
   var up = accs(); for (var i = 1; i < up.length; i++) if (up[i] < up[i - 1]) problems.push("ascending");

@@ -81,7 +81,7 @@ def search(
     loaded = space if isinstance(space, SearchSpace) else load_space(space)
     RunDir(out).check(loaded, resume, force)  # fails before Ray or torch are even imported
 
-    from recipesearch.search.driver import SearchDriver, SearchOptions
+    from recipesearch.engine.driver import SearchDriver, SearchOptions
 
     options = SearchOptions(out=Path(out), resume=resume, force=force, address=address, storage=storage,
                             quiet=quiet, trials=trials, concurrency=concurrency, executor=executor,  # type: ignore[arg-type]

@@ -25,9 +25,9 @@ from ray import tune
 from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search import Searcher
 
+from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.trial import trainable
 from recipesearch.errors import UserError
-from recipesearch.search.loop import DONE, WAIT, Proposal, SearchLoop
-from recipesearch.search.trial import trainable
 
 LOOPBACK_IP = "127.0.0.2"  # Ray rewrites 127.0.0.1 to the external address; this keeps a local Ray on loopback
 

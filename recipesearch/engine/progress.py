@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 
 from recipesearch.analysis import Frontier, frontier, largest_front_speedup
-from recipesearch.search.study import INTERRUPTED, count_finished_rows
+from recipesearch.engine.study import INTERRUPTED, count_finished_rows
 
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace

@@ -2,7 +2,7 @@
 
 It serves tests, replay (its objective is a table lookup) and small runs that need no Ray: trials are
 asked ``concurrency`` at a time and told in the order asked, as the results of that many parallel
-trials would come back. The Ray Tune executor (``recipesearch.search.ray_tune``) runs the same loop with
+trials would come back. The Ray Tune executor (``recipesearch.engine.ray_tune``) runs the same loop with
 trials on a Ray cluster.
 """
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from recipesearch.search.loop import Proposal, SearchLoop
+from recipesearch.engine.loop import Proposal, SearchLoop
 
 
 def train_proposal(proposal: Proposal) -> dict[str, Any]:
     """Train the proposal's recipe in this process (the same function a Ray trial runs)."""
-    from recipesearch.search.trial import run_recipe
+    from recipesearch.engine.trial import run_recipe
 
     return run_recipe(proposal.config)
 

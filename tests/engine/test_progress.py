@@ -1,4 +1,4 @@
-"""The live front table, the headline lines and the log display (recipesearch/search/progress.py)."""
+"""The live front table, the headline lines and the log display (recipesearch/engine/progress.py)."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ import pytest
 
 
 def test_the_live_front_table_and_the_headline(make_space):
-    from recipesearch.search.progress import LogUI, front_headline, front_table, headline
+    from recipesearch.engine.progress import LogUI, front_headline, front_table, headline
 
     space = make_space()
     rows = [  # number, state, is_baseline, budget, algorithms, accuracy, train_seconds
@@ -39,7 +39,7 @@ def test_the_live_front_table_and_the_headline(make_space):
 
 
 def test_the_live_table_selects_on_the_spaces_metric_and_prints_one_summary(make_space):
-    from recipesearch.search.progress import LogUI, front_table, headline
+    from recipesearch.engine.progress import LogUI, front_table, headline
 
     space = make_space()
     space.metric_split = "val"  # the table, speedups and headline read val_accuracy, never the test column

@@ -19,17 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from recipesearch.engine import study as st
+from recipesearch.engine.loop import Proposal, SearchLoop
+from recipesearch.engine.samplers import make_sampler
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, RunLog
-from recipesearch.search import study as st
-from recipesearch.search.loop import Proposal, SearchLoop
-from recipesearch.search.samplers import make_sampler
 
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
 
-    from recipesearch.search.progress import SearchUI
+    from recipesearch.engine.progress import SearchUI
     from recipesearch.space import SearchSpace
 
 EXECUTORS = ("ray", "inprocess")
@@ -67,7 +67,7 @@ class SearchDriver:
         if options.executor == "inprocess" and options.address:
             raise UserError("--executor inprocess trains in this process; it cannot use --address")
         if ui is None:
-            from recipesearch.search.progress import make_ui
+            from recipesearch.engine.progress import make_ui
 
             ui = make_ui(quiet=options.quiet)
         self.ui = ui
@@ -88,7 +88,7 @@ class SearchDriver:
         storage = st.make_storage(opts.storage) if opts.storage else None
         cluster: dict[str, float] = {}
         if opts.executor == "ray":
-            from recipesearch.search.ray_tune import RayHandle
+            from recipesearch.engine.ray_tune import RayHandle
 
             self.ray = RayHandle(opts.address, space.threads_per_trial)
         try:
@@ -139,10 +139,10 @@ class SearchDriver:
 
     def _executor(self) -> Any:
         if self.ray is None:
-            from recipesearch.search.executors import InProcess
+            from recipesearch.engine.executors import InProcess
 
             return InProcess(concurrency=1)  # one process trains one trial at a time
-        from recipesearch.search.ray_tune import RayTune
+        from recipesearch.engine.ray_tune import RayTune
 
         session = len(self.log.data.get("sessions", [])) if self.log else 0
         resources = {"cpu": self.space.resources.cpus, "gpu": self.space.resources.gpus}

@@ -9,8 +9,7 @@ import optuna
 import pytest
 
 from recipesearch.algorithms import list_algorithms
-from recipesearch.errors import ConfigError
-from recipesearch.search.samplers import (
+from recipesearch.engine.samplers import (
     CONSTRAINTS_ATTR,
     SweepStrategy,
     is_sweep,
@@ -20,6 +19,7 @@ from recipesearch.search.samplers import (
     nsga2_population,
     record_constraints,
 )
+from recipesearch.errors import ConfigError
 from recipesearch.space import SAMPLER_OPTIONS, SearchSpace, loads_space, params_key
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -7,13 +7,13 @@ import math
 import optuna
 import pytest
 
+from recipesearch.engine import study as st
+from recipesearch.engine.executors import InProcess
+from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop, outcome
+from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.trial import run_recipe
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.rundir import HEAD_COLUMNS, TAIL_COLUMNS
-from recipesearch.search import study as st
-from recipesearch.search.executors import InProcess
-from recipesearch.search.loop import DONE, WAIT, Proposal, SearchLoop, outcome
-from recipesearch.search.samplers import make_sampler
-from recipesearch.search.trial import run_recipe
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

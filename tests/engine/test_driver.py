@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import recipesearch
+from recipesearch.engine.api import SearchResult
 from recipesearch.errors import UserError
-from recipesearch.search.api import SearchResult
 
 
 def test_an_in_process_search_runs_to_its_budget(tmp_path, write_space, load_run_study):

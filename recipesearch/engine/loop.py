@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from recipesearch.engine import study as st
+from recipesearch.engine.samplers import SweepStrategy, is_sweep
 from recipesearch.errors import ConfigError, UserError
-from recipesearch.search import study as st
-from recipesearch.search.samplers import SweepStrategy, is_sweep
 
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
@@ -151,10 +151,10 @@ class SearchLoop:
         trials = self.trials()
         if st.count_finished(trials) >= self.n_trials:
             return True
-        if self.sweep is not None and not st.count_in_state(trials, TrialState.WAITING):
-            if self.sweep.exhausted(st.sweep_history(trials, self.space)):
-                self.stop_reason = f"sweep finished after {st.count_finished(trials)} trials: nothing left to try"
-                return True
+        nothing_queued = not st.count_in_state(trials, TrialState.WAITING)
+        if self.sweep is not None and nothing_queued and self.sweep.exhausted(st.sweep_history(trials, self.space)):
+            self.stop_reason = f"sweep finished after {st.count_finished(trials)} trials: nothing left to try"
+            return True
         return False
 
     # -- asking

@@ -4,15 +4,14 @@ from __future__ import annotations
 import json
 import math
 
-import optuna
 import pandas as pd
 import pytest
 from ray.tune.search import Searcher
 
-from recipesearch.search import study as st
-from recipesearch.search.loop import SearchLoop
-from recipesearch.search.ray_tune import LoopSearcher, summarise_error
-from recipesearch.search.samplers import make_sampler
+from recipesearch.engine import study as st
+from recipesearch.engine.loop import SearchLoop
+from recipesearch.engine.ray_tune import LoopSearcher, summarise_error
+from recipesearch.engine.samplers import make_sampler
 
 GOOD = {"accuracy": 0.91, "val_accuracy": math.nan, "loss": 0.3, "train_seconds": 1.5, "throughput": 900.0,
         "data_wait_fraction": 0.05, "epochs": 1.0, "error": None, "wall_seconds": 1.9, "node": "127.0.0.2"}
@@ -63,7 +62,7 @@ def test_search_end_to_end(tmp_path, write_space, ray_env, load_run_study):
     """
     import ray
 
-    from recipesearch.search.api import search
+    from recipesearch.engine.api import search
 
     # The random sampler with this seed draws LR 1e20 for some of the 6 non-baseline trials.
     path = write_space(hparams={"optimizer.lr": {"choices": [0.05, 1.0e20]}}, sampler={"name": "random", "seed": 3})
