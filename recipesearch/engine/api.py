@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recipesearch.errors import UserError
-from recipesearch.rundir import RunDir
+from recipesearch.rundir import RunDir, normalise_trials
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +36,7 @@ class SearchResult:
         """``recipesearch.analysis.frontier(trials, space)``: completed, front, baseline curve, speedups."""
         from recipesearch.analysis.frontier import frontier
 
-        return frontier(self.run_dir.read_trials(), self.space)
+        return frontier(normalise_trials(self.trials), self.space)  # the table in hand, as the reader types it
 
     @property
     def headline(self) -> Any:

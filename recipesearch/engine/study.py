@@ -77,15 +77,15 @@ def open_study(space: SearchSpace, storage: optuna.storages.BaseStorage, sampler
 # 2) reading trials ----------------------------------------------------------------------------------
 
 
+def queued_params(t: FrozenTrial) -> dict[str, Any]:
+    """The params a trial was enqueued with ({} for a sampled trial)."""
+    # Studies written before QUEUED_PARAMS existed: Optuna's record of an enqueued trial's params.
+    return dict(t.user_attrs.get(QUEUED_PARAMS) or t.system_attrs.get("fixed_params") or {})
+
+
 def trial_params(t: FrozenTrial) -> dict[str, Any]:
     """Params of any trial: sampled ones, or those it was queued with while it waits."""
-    if t.params:
-        return dict(t.params)
-    queued = t.user_attrs.get(QUEUED_PARAMS)
-    if queued:
-        return dict(queued)
-    # Studies written before QUEUED_PARAMS existed: Optuna's record of an enqueued trial's params.
-    return dict(t.system_attrs.get("fixed_params") or {})
+    return dict(t.params) if t.params else queued_params(t)
 
 
 def is_interrupted(t: FrozenTrial) -> bool:
@@ -158,10 +158,7 @@ def rerun_params(t: FrozenTrial) -> dict[str, Any]:
     complete once the loop stored its recipe attrs (``algorithms``); a driver killed in the middle of
     drawing params leaves a partial set that never reached a worker: nothing to re-run.
     """
-    queued = t.user_attrs.get(QUEUED_PARAMS) or t.system_attrs.get("fixed_params")
-    if queued:
-        return dict(queued)
-    return dict(t.params) if "algorithms" in t.user_attrs else {}
+    return queued_params(t) or (dict(t.params) if "algorithms" in t.user_attrs else {})
 
 
 def recover_interrupted(study: optuna.Study, storage: optuna.storages.BaseStorage) -> int:

@@ -19,6 +19,9 @@ def test_an_in_process_search_runs_to_its_budget(tmp_path, write_space, load_run
     csv = pd.read_csv(out / "trials.csv")
     assert csv["number"].tolist() == result.trials["number"].tolist() == [0, 1, 2, 3, 4]
     assert (csv["state"] == "COMPLETE").all() and csv.loc[:1, "is_baseline"].all()
+    front = result.frontier.front  # computed from the table in hand: every front trial is one of ours
+    assert len(front) >= 1 and set(front["number"]) <= set(csv["number"])
+    assert result.headline is result.frontier.headline
     trials = load_run_study(out).get_trials()
     assert [t.state.name for t in trials] == ["COMPLETE"] * 5
     meta = json.loads((out / "run.json").read_text())
