@@ -276,6 +276,9 @@ def grid_space(base: str | Path | dict[str, Any], budgets: list[float], algorith
         "sampler": sampler or {"name": "tpe", "seed": 0}, "trials": trials, "concurrency": concurrency,
         "resources": {"cpus": 1, "gpus": 0}, "threads_per_trial": threads, "seed": 0,
         "hparams": hparams or {}, "algorithms": {a: {} for a in algorithms},
+        # A table holds one outcome per recipe: replay compares the proposal stage, so one baseline run
+        # per budget and no confirmation stage (repeats would only look the same outcome up again).
+        "baseline": {"seeds": 1}, "confirm": False,
     }, source="bench:replay-grid")
 
 

@@ -62,6 +62,7 @@ def make_space(label: str, epochs: float, trials: int):
         "trials": trials, "concurrency": 1,
         "resources": {"cpus": 1, "gpus": 0}, "threads_per_trial": THREADS, "seed": 0,
         "hparams": {"optimizer.lr": {"scale": [0.95, 1.05]}},
+        "metric_split": "test", "baseline": {"seeds": 1}, "confirm": False,  # the scheduler's cost alone
     }, source=f"bench:{NAME}")
 
 

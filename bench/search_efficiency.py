@@ -66,6 +66,8 @@ def real_space(sampler: str, seed: int, quick: bool) -> Any:
     data["name"] = f"bench-{sampler}-{seed}"
     if quick:
         data["budgets"], data["trials"] = [0.25, 0.5], 10
+    # Search efficiency compares the proposal stage: one baseline run per budget, no confirmation.
+    data["baseline"], data["confirm"] = {"seeds": 1}, False
     return space_from_dict(data, source=str(DIGITS_SPACE), base_dir=DIGITS_SPACE.parent)
 
 

@@ -39,10 +39,14 @@ if TYPE_CHECKING:
 
 HEAD_COLUMNS = ("number", "state", "is_baseline", "budget", "epochs", "algorithms")
 TAIL_COLUMNS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "cost",
-                "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete", "seed")
+                "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete", "seed", "stage",
+                "of_trial")
 NUMERIC_COLUMNS = ("budget", "epochs", "accuracy", "val_accuracy", "loss", "train_seconds", "throughput",
-                   "data_wait_fraction", "cost", "seed")
-TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete")
+                   "data_wait_fraction", "cost", "seed", "of_trial")
+TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete",
+                "stage")
+# ``stage`` of a trial (engine/study.py): the LR sweep, the baseline runs, proposals, confirmation re-runs.
+STAGES = ("tune", "baseline", "search", "confirm")
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> Path:
@@ -203,6 +207,9 @@ def normalise_trials(df: pd.DataFrame) -> pd.DataFrame:
     df["state"] = df["state"].str.upper().replace("", "UNKNOWN")
     df["algorithms"] = df["algorithms"].map(lambda s: "+".join(sorted(a.strip() for a in s.split("+") if a.strip())))
     df["is_baseline"] = df["is_baseline"].map(_as_bool).astype(bool) if "is_baseline" in df else False
+    # Tables written before stages existed: a baseline row is the baseline stage, the rest proposals.
+    unknown = ~df["stage"].isin(STAGES)
+    df.loc[unknown, "stage"] = np.where(df.loc[unknown, "is_baseline"], "baseline", "search")
     return df.sort_values("number", kind="stable").reset_index(drop=True)
 
 

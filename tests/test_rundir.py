@@ -19,7 +19,7 @@ def make_space():
     from recipesearch.space import loads_space
 
     def make(budgets=(0.5, 1)):
-        data = {"name": "tiny", "budgets": list(budgets), "trials": 4,
+        data = {"name": "tiny", "budgets": list(budgets), "trials": 6,
                 "base": {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits"}, "max_duration": 1,
                          "device": "cpu"}}
         return loads_space(yaml.safe_dump(data, sort_keys=False), source="tiny.yaml")

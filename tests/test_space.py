@@ -118,7 +118,7 @@ def test_load_space_resolves_base_relative_to_file(tmp_path: Path) -> None:
     base = yaml.safe_load(SPACE)["base"]
     (tmp_path / "recipes" / "b.yaml").write_text(yaml.safe_dump(base))
     (tmp_path / "spaces").mkdir()
-    text = "base: ../recipes/b.yaml\nbudgets: [1]\ntrials: 2\nhparams: {optimizer.lr: {scale: [0.5, 2]}}\n"
+    text = "base: ../recipes/b.yaml\nbudgets: [1]\ntrials: 3\nhparams: {optimizer.lr: {scale: [0.5, 2]}}\n"
     (tmp_path / "spaces" / "s.yaml").write_text(text)
     s = load_space(tmp_path / "spaces" / "s.yaml")
     assert s.base.optimizer.lr == 0.05 and s.text == text and s.path == tmp_path / "spaces" / "s.yaml"
@@ -170,7 +170,6 @@ MALFORMED = [
     ("objectives:", "objectives: [accuracy, train_seconds, cost]", "objectives", "price_per_hour"),
     ("objectives:", "objectives: [accuracy, speed]", "objectives.1", "unknown objective"),
     ("objectives:", "objectives: [accuracy]", "objectives", "train_seconds"),
-    ("metric_split:", "metric_split: val", "metric_split", "val_fraction"),
     ("metric_split:", "metric_split: train", "metric_split", "allowed"),
     ("constraints:", "constraints: {accuracy_min: 1.5}", "constraints.accuracy_min", "fraction"),
     ("constraints:", "constraints: {accuracy_max: 0.5}", "constraints.accuracy_max", "unknown field"),
@@ -224,7 +223,40 @@ def test_two_always_on_algorithms_that_clash() -> None:
 
 def test_val_split_with_val_fraction() -> None:
     text = SPACE.replace("data: {name: digits}", "data: {name: digits, val_fraction: 0.2}")
-    assert loads_space(text.replace("metric_split: test", "metric_split: val")).metric_split == "val"
+    space = loads_space(text.replace("metric_split: test", "metric_split: val"))
+    assert space.metric_split == "val" and space.base.data.val_fraction == 0.2
+
+
+@pytest.mark.parametrize("entry,field,words", [
+    ("baseline: {seeds: 0}", "baseline.seeds", ">= 1"),
+    ("baseline: {seeds: 2.5}", "baseline.seeds", "integer"),
+    ("baseline: {tune: true}", "baseline.tune", "unknown field"),
+    ("confirm: {max_share: 1.5}", "confirm.max_share", "0.9"),
+    ("confirm: {seeds: 1}", "confirm.seeds", "2"),
+    ("confirm: maybe", "confirm", "mapping"),
+    ("baseline: {seeds: 20}", "trials", "at least 80"),
+])
+def test_baseline_and_confirm_entries_are_checked(entry: str, field: str, words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        loads_space(SPACE + entry + "\n", "bad.yaml")
+    assert info.value.field == field and words in info.value.message, str(info.value)
+    assert info.value.line is not None and "\n" not in str(info.value)
+
+
+def test_tune_lr_needs_the_lr_among_the_hparams() -> None:
+    text = SPACE.replace("metric_split: test\n", "") + "baseline: {tune_lr: true}\n"
+    assert loads_space(text).lr_sweep()  # SPACE samples optimizer.lr
+    without = "base: {model: {name: cnn}, data: {name: digits}, max_duration: 1}\nbaseline: {tune_lr: true}\n"
+    with pytest.raises(ConfigError, match="needs hparams.optimizer.lr") as info:
+        loads_space(without, "bad.yaml")
+    assert info.value.field == "baseline.tune_lr"
+
+
+def test_validation_is_the_default_and_brings_its_split() -> None:
+    # no metric_split and no val_fraction: the space selects on validation, 10 % of train held out
+    space = loads_space(SPACE.replace("metric_split: test\n", ""))
+    assert space.metric_split == "val" and space.base.data.val_fraction == 0.1
+    assert loads_space(SPACE).base.data.val_fraction == 0.0  # selecting on test changes nothing
 
 
 # -- suggest / recipe_for ---------------------------------------------------------------------------------

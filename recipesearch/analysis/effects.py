@@ -2,7 +2,13 @@
 
 Works on a DataFrame following the trials.csv contract (docs/ARCHITECTURE.md): ``algorithms`` is the
 sorted '+'-joined method names ('' or NaN for none), plus ``state``, ``budget``, ``accuracy``,
-``train_seconds``, ``throughput``. Only COMPLETE trials with an accuracy are analysed.
+``val_accuracy``, ``train_seconds``, ``throughput``. Only COMPLETE trials with a finite metric are analysed.
+
+*metric* (every function's ``metric`` argument) is the accuracy column the search selected on:
+``val_accuracy`` for a search that selected on validation (``analysis.frontier``'s ``Frontier.metric``).
+Effects, interactions and regime picks choose and rank, so they must read it, never the held-out test
+``accuracy`` (which would leak the test set into what the report recommends). The default stays
+``accuracy`` for callers written before the validation split.
 
 Accuracy comparisons are *budget-matched*: the budget dominates accuracy, and methods are not sampled
 evenly across budgets, so "mean with - mean without" over all trials mostly measures which budgets the
@@ -33,12 +39,12 @@ _INTERACTION_COLUMNS = [
 ]  # fmt: skip
 
 
-def completed_mask(df: pd.DataFrame) -> pd.Series:
-    """COMPLETE trials with a finite accuracy (all rows count as complete when there is no state column)."""
+def completed_mask(df: pd.DataFrame, metric: str = ACCURACY) -> pd.Series:
+    """COMPLETE trials with a finite ``metric`` (all rows count as complete when there is no state column)."""
     ok = pd.Series(True, index=df.index) if "state" not in df else df["state"].astype(str).eq("COMPLETE")
-    if ACCURACY not in df:
+    if metric not in df:
         return pd.Series(False, index=df.index, dtype=bool)
-    acc = pd.to_numeric(df[ACCURACY], errors="coerce").astype(float)
+    acc = pd.to_numeric(df[metric], errors="coerce").astype(float)
     return (ok & np.isfinite(acc)).astype(bool)
 
 
@@ -63,13 +69,17 @@ def membership(df: pd.DataFrame) -> pd.DataFrame:
 
 def trials_front_mask(
     df: pd.DataFrame,
-    objectives: Sequence[str] = (ACCURACY, "train_seconds"),
+    objectives: Sequence[str] | None = None,
     directions: Sequence[str] = ("maximize", "minimize"),
+    metric: str = ACCURACY,
 ) -> pd.Series:
-    """Accuracy-vs-time front among completed trials, as a bool Series aligned with ``df``."""
-    done = completed_mask(df)
+    """Metric-vs-time front among completed trials, as a bool Series aligned with ``df``.
+
+    ``objectives`` defaults to (``metric``, "train_seconds").
+    """
+    done = completed_mask(df, metric)
     out = pd.Series(False, index=df.index, dtype=bool)
-    values = df.loc[done, list(objectives)].to_numpy(dtype=float)
+    values = df.loc[done, list(objectives or (metric, "train_seconds"))].to_numpy(dtype=float)
     out[done] = pareto_mask(values, directions)
     return out
 
@@ -101,28 +111,32 @@ def _mean(x: np.ndarray) -> float:
 
 
 def algorithm_effects(
-    df: pd.DataFrame, front_mask: ArrayLike | pd.Series | None = None, budget_col: str = BUDGET
+    df: pd.DataFrame,
+    front_mask: ArrayLike | pd.Series | None = None,
+    budget_col: str = BUDGET,
+    metric: str = ACCURACY,
 ) -> pd.DataFrame:
     """Per algorithm: how often it was tried and on the front, and its accuracy and throughput effects.
 
-    ``front_mask`` (aligned with ``df``) defaults to an ``on_front`` column when present, else to the
-    accuracy-vs-time front of the completed trials. ``n_trials`` counts every trial using the method
+    The accuracy columns (``mean_acc_*``, ``acc_diff*``) are on ``metric``. ``front_mask`` (aligned with
+    ``df``) defaults to an ``on_front`` column when present, else to the metric-vs-time front of the
+    completed trials. ``n_trials`` counts every trial using the method
     (failed ones too); all other numbers use completed trials only, baseline trials counting as
     "without" every method. ``throughput_ratio`` is
     mean throughput with / without: below 1 is the method's per-step cost.
     """
     if front_mask is None:
-        front_mask = df["on_front"] if "on_front" in df else trials_front_mask(df)
+        front_mask = df["on_front"] if "on_front" in df else trials_front_mask(df, metric=metric)
     if isinstance(front_mask, pd.Series):  # align by index; other array-likes align by position
         front_mask = front_mask.reindex(df.index).fillna(False).astype(bool)
     front_all = np.asarray(front_mask, dtype=bool).reshape(-1)
     if len(front_all) != len(df):
         raise ValueError(f"front_mask has {len(front_all)} entries, df has {len(df)} rows")
     members_all = membership(df)
-    done = completed_mask(df).to_numpy()
+    done = completed_mask(df, metric).to_numpy()
     sub = df[done]
     members, front = members_all[done].to_numpy(), front_all[done]
-    acc = sub[ACCURACY].to_numpy(dtype=float)
+    acc = sub[metric].to_numpy(dtype=float) if metric in sub else np.full(len(sub), np.nan)
     thr = sub["throughput"].to_numpy(dtype=float) if "throughput" in sub else np.full(len(sub), np.nan)
     groups = _budget_groups(sub, budget_col)
     rows = []
@@ -151,9 +165,9 @@ def algorithm_effects(
 
 
 def pairwise_interactions(
-    df: pd.DataFrame, min_count: int = 3, value_col: str = ACCURACY, budget_col: str = BUDGET
+    df: pd.DataFrame, min_count: int = 3, metric: str = ACCURACY, budget_col: str = BUDGET
 ) -> pd.DataFrame:
-    """Budget-matched 2x2 interaction of every pair of methods on accuracy.
+    """Budget-matched 2x2 interaction of every pair of methods on ``metric``.
 
     Within a budget, interaction = mean(both) - mean(A only) - mean(B only) + mean(neither): 0 when
     the two effects add up, negative when they overlap (e.g. two regularisers), positive when they
@@ -161,10 +175,10 @@ def pairwise_interactions(
     trials; budgets are averaged weighted by their trial count (the four cells). Pairs with no usable
     budget are left out, so a small search returns an empty frame with the columns in place.
     """
-    done = completed_mask(df)
+    done = completed_mask(df, metric)
     sub = df[done]
     members = membership(sub)
-    values = sub[value_col].to_numpy(dtype=float)
+    values = sub[metric].to_numpy(dtype=float) if metric in sub else np.empty(0)
     groups = _budget_groups(sub, budget_col)
     rows = []
     for a, b in combinations(members.columns, 2):
@@ -211,20 +225,23 @@ def regime_recipes(
     bands: Sequence[str] = ("short", "medium", "long"),
     labels: Sequence[str] = ("Mild", "Medium", "Hot"),
     all_budgets: Sequence[float] | None = None,
+    metric: str = ACCURACY,
 ) -> pd.DataFrame:
-    """Pick one recipe per training regime: the most accurate frontier trial in each budget band.
+    """Pick one recipe per training regime: the frontier trial with the best ``metric`` in each budget band.
 
     Bands come from ``all_budgets`` when given (e.g. every budget searched, so that a front missing
     the short budgets does not relabel medium ones as short), else from the front's own budgets; see
-    ``budget_bands``. Ties in accuracy go to the lower ``train_seconds``, then the lower trial number.
-    Bands with no frontier trial are left out. Columns: band, label, number, budget, accuracy,
-    train_seconds.
+    ``budget_bands``. Ties in the metric go to the lower ``train_seconds``, then the lower trial number.
+    Bands with no frontier trial are left out. Columns: band, label, number, budget, ``metric``,
+    train_seconds (the caller joins anything else it shows, e.g. the held-out test accuracy).
     """
-    columns = ["band", "label", "number", budget_col, ACCURACY, "train_seconds"]
+    columns = ["band", "label", "number", budget_col, metric, "train_seconds"]
     band_of = budget_bands(front_df[budget_col] if all_budgets is None else all_budgets, bands)
     label_of = dict(zip(bands, labels, strict=True))
     df = front_df.assign(_band=[band_of.get(float(b)) if pd.notna(b) else None for b in front_df[budget_col]])
-    df = df[df["_band"].notna() & np.isfinite(pd.to_numeric(df[ACCURACY], errors="coerce").astype(float))]
+    if metric not in df:
+        df = df.assign(**{metric: np.nan})
+    df = df[df["_band"].notna() & np.isfinite(pd.to_numeric(df[metric], errors="coerce").astype(float))]
     if "train_seconds" not in df:
         df = df.assign(train_seconds=np.nan)
     if "number" not in df:
@@ -233,7 +250,7 @@ def regime_recipes(
     for band in bands:
         cand = df[df["_band"] == band]
         if len(cand):
-            order = cand.sort_values([ACCURACY, "train_seconds", "number"], ascending=[False, True, True])
+            order = cand.sort_values([metric, "train_seconds", "number"], ascending=[False, True, True])
             best = order.iloc[0]
             rows.append([band, label_of[band], *(best[c] for c in columns[2:])])
     out = pd.DataFrame(rows, columns=columns)

@@ -1,23 +1,33 @@
-"""The frontier of a search, computed once: completed trials, Pareto fronts, baseline curve, speedups, headline.
+"""The frontier of a search, computed once: runs, seed-mean points, Pareto front, curves, speedups, headline.
 
 The live progress table, the CLI summary, the report and the benchmarks all read one ``Frontier``
 (Optuna's "compute an info object, render it many times" habit), so "completed", "on the front",
-"speedup" and "headline" have one definition each:
+"speedup", "confirmed" and "headline" have one definition each:
 
 - *metric*: the column the search selects on: ``val_accuracy`` when the space's ``metric_split`` is
   "val", else the test ``accuracy``. Fronts, speedups and the headline use it; never test accuracy
-  when the space selected on validation (the ``accuracy`` column stays in the rows for display).
+  when the space selected on validation (test means are carried next to it, for display only).
 - *completed*: state COMPLETE, a finite metric and a finite, positive ``train_seconds``.
-- *objectives*: the space's, with "accuracy" read as the metric; ``cost`` counts only when every
-  completed trial has a finite cost (else the front is metric vs ``train_seconds``, with a warning).
-- *front*: completed trials no other completed trial dominates; per-budget fronts use the same objectives.
-- *baseline curve*: the envelope of the completed ``is_baseline`` trials (the base recipe at each budget).
-- *speedup at matched accuracy* and *accuracy gain at matched time*: ``recipesearch.analysis.speedup``.
-- *headline*: the fastest non-baseline trial reaching the longest baseline run's metric, and the largest
-  measured (interpolated, not a bound) speedup on the front.
+- *recipe*: the params without the budget (``recipe_key``); every baseline run is the one recipe
+  "baseline". Runs of one recipe at one budget are its seeds; their mean is a *point* (``points``)
+  with Student-t 95 % intervals (``analysis.seeds``).
+- *front*: points no other eligible point dominates on the objectives' means. Eligible: points measured
+  on two or more seeds (confirmed recipes) and the baseline's, as soon as any recipe was confirmed;
+  before that (during the search, or a space without confirmation) every point, with a warning.
+- *baseline curve*: the envelope of the baseline points' means: what speedups are measured against.
+- *speedup* of a point: at its mean metric, on the baseline curve (``analysis.speedup``), with a
+  bootstrap interval over seeds for the front's points (``analysis.speedup_bootstrap``); *confirmed*
+  only when that interval's lower bound is above 1 (``confirmed_faster``).
+- *recipe curves* (``recipes``): each recipe trained at two or more budgets, its curve against the
+  baseline's at the higher accuracy both reach, with a bootstrap interval: MosaicML's curve-vs-curve
+  speedup.
+- *headline*: the confirmed-faster recipe curve with the largest speedup, with its interval; when none
+  is confirmed, ``number`` is None and ``verdict`` says so ("nothing beat the baseline").
 """
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,23 +35,31 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from recipesearch.analysis.curve_speedup import CurveSpeedup
 from recipesearch.analysis.pareto import pareto_mask, pareto_mask_by_group
+from recipesearch.analysis.seeds import DEFAULT_CONFIDENCE, curve_by_budget
 from recipesearch.analysis.speedup import (
     INTERPOLATED,
     TradeoffCurve,
     accuracy_gains_at_matched_time,
     baseline_envelope,
-    best_speedup_at_baseline_accuracy,
     speedups_at_matched_accuracy,
 )
+from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
 
 ACCURACY, VAL_ACCURACY, TIME, COST = "accuracy", "val_accuracy", "train_seconds", "cost"
 COMPLETE = "COMPLETE"
+BASELINE_KEY = "baseline"  # recipe_key of every baseline run
 # Direction of each objective a space may name ("accuracy" stands for the metric column).
 DIRECTIONS = {ACCURACY: "maximize", VAL_ACCURACY: "maximize", TIME: "minimize", COST: "minimize"}
-# Columns added to ``Frontier.trials``, in this order (the report's trials table and pareto.csv read them).
+# Columns added to ``Frontier.trials`` and ``Frontier.points``, in this order.
 SPEEDUP_COLUMNS = ("speedup", "baseline_seconds", "accuracy_gain", "baseline_accuracy_at_time",
                    "speedup_status", "gain_status")  # fmt: skip
+# Seed statistics of a point (pareto.csv's added columns, with SPEEDUP_CI_COLUMNS).
+SEED_COLUMNS = ("n_seeds", "accuracy_mean", "accuracy_ci_low", "accuracy_ci_high", "test_accuracy_mean",
+                "train_seconds_mean", "train_seconds_ci_low", "train_seconds_ci_high")  # fmt: skip
+SPEEDUP_CI_COLUMNS = ("speedup_ci_low", "speedup_ci_high", "confirmed")
+N_BOOT = 1000  # bootstrap replicates per interval; seeded, so a report is the same every time it is built
 
 
 class ObjectiveSpec(Protocol):
@@ -96,27 +114,32 @@ class Objectives:
 
 @dataclass(frozen=True)
 class Headline:
-    """The headline numbers (NaN / None when they cannot be computed), all on the frontier's metric."""
+    """The headline: the confirmed-faster recipe curve with the largest speedup (NaN / None when there is
+    none), plus the largest single-point speedup measured on the front. All on the frontier's metric."""
 
-    baseline_accuracy: float  # metric of the longest baseline run: the target
-    baseline_seconds: float  # earliest time on the baseline curve reaching the target
-    baseline_budget: float  # budget of the longest baseline run
-    number: int | None  # fastest non-baseline trial reaching the target
+    baseline_accuracy: float  # the accuracy the curves are compared at (target)
+    baseline_seconds: float  # baseline curve's time to reach it
+    baseline_budget: float  # budget of the baseline's longest run
+    number: int | None  # the confirmed recipe (its proposal's trial number); None: nothing confirmed
     algorithms: str
-    recipe_seconds: float
-    recipe_accuracy: float
+    recipe_seconds: float  # the recipe curve's time to reach the target
+    recipe_accuracy: float  # = the target
     speedup: float  # baseline_seconds / recipe_seconds
-    accuracy_gain: float  # best non-baseline metric within baseline_seconds - baseline_accuracy
-    gain_number: int | None  # the trial achieving that accuracy
-    # The largest speedup at matched accuracy measured on the frontier (interpolated along the baseline
-    # curve, not a bound), at whatever accuracy that recipe reaches: often a short-budget recipe.
-    front_speedup: float = float("nan")
+    accuracy_gain: float  # best point metric within baseline_seconds - target
+    gain_number: int | None
+    front_speedup: float = float("nan")  # the largest interpolated point speedup on the front
     front_number: int | None = None
     front_algorithms: str = ""
     front_accuracy: float = float("nan")
     front_seconds: float = float("nan")
-    recipe_budget: float = float("nan")  # budget of trial ``number``
-    front_budget: float = float("nan")  # budget of trial ``front_number``
+    recipe_budget: float = float("nan")  # NaN: a curve over budgets, not one budget
+    front_budget: float = float("nan")
+    speedup_ci_low: float = float("nan")
+    speedup_ci_high: float = float("nan")
+    confirmed: bool = False
+    n_seeds: int = 0  # fewest seeds behind any budget of the recipe's curve
+    n_budgets: int = 0
+    verdict: str = ""  # one line for the CLI and the report
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,14 +149,21 @@ class Frontier:
     metric: str  # column selected on: "val_accuracy" or "accuracy"
     objectives: tuple[str, ...]  # columns actually used (metric first), e.g. ("accuracy", "train_seconds")
     directions: tuple[str, ...]
-    # The input rows + completed, on_front, on_budget_front and SPEEDUP_COLUMNS (NaN / "" unless completed).
+    # The input rows + completed, recipe_key, on_front (its point is on the front), on_budget_front and
+    # SPEEDUP_COLUMNS (each run against the baseline curve; NaN / "" unless completed).
     trials: pd.DataFrame
-    on_recipe_front: pd.Series  # front of the completed non-baseline trials alone (what the search found)
-    baseline: pd.DataFrame  # completed baseline trials by train_seconds, then number
-    baseline_curve: TradeoffCurve  # their envelope on the metric: what speedups are measured against
-    front: pd.DataFrame  # on_front rows by train_seconds, then metric (best first), then number
+    on_recipe_front: pd.Series  # front of the completed non-baseline runs alone (what the search proposed)
+    baseline: pd.DataFrame  # completed baseline runs by train_seconds, then number
+    baseline_curve: TradeoffCurve  # envelope of the baseline points' means: what speedups are measured against
+    # One row per (recipe, budget) of completed runs: the representative run's columns (lowest trial
+    # number) with the metric, accuracy, val_accuracy, train_seconds and cost replaced by seed means, and
+    # SEED_COLUMNS, eligible, on_front, on_budget_front, SPEEDUP_COLUMNS, SPEEDUP_CI_COLUMNS.
+    points: pd.DataFrame
+    front: pd.DataFrame  # on_front points by train_seconds, then metric (best first), then number
+    recipes: pd.DataFrame  # recipe curves against the baseline's (RECIPE_COLUMNS), confirmed first
     headline: Headline
     warnings: tuple[str, ...]
+    confirmed_front: bool = False  # the front is made of repeated (confirmed) points only
 
     @property
     def completed(self) -> pd.Series:
@@ -151,6 +181,15 @@ class Frontier:
     def completed_trials(self) -> pd.DataFrame:
         return self.trials[self.completed]
 
+    @property
+    def baseline_points(self) -> pd.DataFrame:
+        return self.points[self.points["is_baseline"]].sort_values("budget").reset_index(drop=True)
+
+
+RECIPE_COLUMNS = ("recipe_key", "number", "algorithms", "n_budgets", "n_seeds", "speedup", "speedup_ci_low",
+                  "speedup_ci_high", "speedup_status", "target_accuracy", "recipe_seconds", "baseline_seconds",
+                  "recipe_unreached_fraction", "confirmed")  # fmt: skip
+
 
 def metric_column(metric_split: str) -> str:
     """The column a space with this ``metric_split`` selects on."""
@@ -165,16 +204,73 @@ def _bool_values(values: pd.Series) -> pd.Series:
     return text.isin(("true", "1", "1.0", "yes", "t", "y")).astype(bool)
 
 
+def _recipe_keys(df: pd.DataFrame) -> pd.Series:
+    """What identifies a recipe across budgets and seeds: a ``recipe_key`` column when the table has one;
+    else the params without the budget (trials.csv); else the recipe JSON without budget and seed; else
+    each row is its own recipe (so are rows whose key is empty). Every baseline run is the one recipe
+    ``BASELINE_KEY``. Keys are built after ``algorithms`` is filled in (``_with_columns``)."""
+    if "recipe_key" in df:
+        keys = df["recipe_key"].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+    else:
+        params = [c for c in df.columns if c.startswith("params_") and c != "params_budget"]
+        if params:
+            def key(row: pd.Series) -> str:
+                values = {c[7:]: _plain(row[c]) for c in params}
+                # the algorithms too: implied by the alg.* params, but a table may not have those
+                values["algorithms"] = row.get("algorithms", "")
+                return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True)
+            keys = df.apply(key, axis=1) if len(df) else pd.Series([], dtype=str)
+        elif "recipe_json" in df:
+            keys = df["recipe_json"].map(_recipe_json_key)
+        else:
+            keys = pd.Series([""] * len(df), index=df.index)
+    keys = pd.Series(keys, index=df.index, dtype=object)
+    own = keys.eq("")
+    keys[own] = "trial-" + df.loc[own, "number"].astype(str)
+    keys[df["is_baseline"].to_numpy()] = BASELINE_KEY
+    return keys.astype(str)
+
+
+def _plain(value: Any) -> Any:
+    """A param value as a key part: NaN (the param was not asked) is None; numbers to 10 digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(f"{float(value):.10g}")
+    text = str(value)
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return float(f"{float(text):.10g}")
+    except ValueError:
+        return text
+
+
+def _recipe_json_key(text: Any) -> str:
+    try:
+        data = json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return ""
+    for k in ("budget", "seed", "name", "threads"):
+        data.pop(k, None)
+    return json.dumps(data, sort_keys=True, default=str)
+
+
 def _with_columns(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
     """A copy with the columns the frontier reads present and typed (missing ones as NaN / '' / False)."""
     df = trials.copy()
     if "number" not in df:
         df["number"] = np.arange(len(df))
     df["state"] = df["state"].astype(str) if "state" in df else COMPLETE  # no state column: all finished
-    for col in (metric, TIME, COST, "budget"):
+    for col in dict.fromkeys((metric, ACCURACY, VAL_ACCURACY, TIME, COST, "budget")):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype(float) if col in df else np.nan
     df["is_baseline"] = _bool_values(df["is_baseline"]) if "is_baseline" in df else False
     df["algorithms"] = df["algorithms"].map(lambda s: s if isinstance(s, str) else "") if "algorithms" in df else ""
+    df["recipe_key"] = _recipe_keys(df)
     return df
 
 
@@ -194,16 +290,85 @@ def _used_objectives(
     return tuple(o for o, _ in pairs), tuple(d for _, d in pairs), warnings
 
 
-def _speedup_columns(done: pd.DataFrame, baseline: pd.DataFrame, metric: str) -> pd.DataFrame:
-    bt, ba = baseline[TIME].to_numpy(dtype=float), baseline[metric].to_numpy(dtype=float)
-    t, a = done[TIME].to_numpy(dtype=float), done[metric].to_numpy(dtype=float)
+def _speedup_columns(rows: pd.DataFrame, curve: TradeoffCurve, metric: str) -> pd.DataFrame:
+    """Each row (a run or a point) against the baseline curve: speedup at matched accuracy, gain at matched time."""
+    bt, ba = curve.times, curve.accuracies
+    t, a = rows[TIME].to_numpy(dtype=float), rows[metric].to_numpy(dtype=float)
     s = speedups_at_matched_accuracy(t, a, bt, ba)
     g = accuracy_gains_at_matched_time(t, a, bt, ba)
     return pd.DataFrame({
         "speedup": s.speedup, "baseline_seconds": s.baseline_time, "accuracy_gain": g.gain,
         "baseline_accuracy_at_time": g.baseline_accuracy, "speedup_status": s.status.astype(str),
         "gain_status": g.status.astype(str),
-    }, index=done.index)  # fmt: skip
+    }, index=rows.index)  # fmt: skip
+
+
+def _points(done: pd.DataFrame, metric: str, confidence: float) -> pd.DataFrame:
+    """One row per (recipe, budget): the representative run with seed means (module docstring)."""
+    if done.empty:
+        return pd.DataFrame(columns=[*done.columns, *SEED_COLUMNS])
+    keys = ["recipe_key", "budget"]
+    stats = curve_by_budget(done, ["recipe_key"], "budget", metric, TIME, confidence)
+    stats = stats.rename(columns={"time_mean": "train_seconds_mean", "time_ci_low": "train_seconds_ci_low",
+                                  "time_ci_high": "train_seconds_ci_high"})
+    means = done.groupby(keys, sort=False, dropna=False)[[ACCURACY, VAL_ACCURACY, COST]].mean()
+    first = done.sort_values("number").groupby(keys, sort=False, dropna=False).head(1).set_index(keys)
+    out = first.drop(columns=[c for c in (ACCURACY, VAL_ACCURACY, COST) if c in first]).join(means)
+    out = out.join(stats.set_index(keys)).reset_index()
+    out["test_accuracy_mean"] = out[ACCURACY]
+    out[metric] = out["accuracy_mean"]  # the metric column of a point is its seed mean
+    out[TIME] = out["train_seconds_mean"]
+    return out.sort_values([TIME, "number"]).reset_index(drop=True)
+
+
+def _point_intervals(points: pd.DataFrame, done: pd.DataFrame, baseline_runs: pd.DataFrame, metric: str,
+                     confidence: float) -> pd.DataFrame:
+    """Bootstrap speedup interval and the confirmed flag of each point on the front whose speedup is
+    interpolated on the baseline curve (the others: NaN, not confirmed).
+
+    The point is a one-budget curve; with the default target (the lower of its mean and the baseline's
+    best) a replicate whose mean falls below the point's is measured where it is, not dropped
+    (``bootstrap_curve_speedup``), so the interval is not made of the lucky draws only."""
+    out = pd.DataFrame({"speedup_ci_low": np.nan, "speedup_ci_high": np.nan, "confirmed": False},
+                       index=points.index)
+    if baseline_runs.empty:
+        return out
+    runs_by_point = done.groupby(["recipe_key", "budget"], sort=False)
+    measured = points["on_front"] & ~points["is_baseline"] & (points["speedup_status"] == INTERPOLATED)
+    for i, p in points[measured].iterrows():
+        runs = runs_by_point.get_group((p["recipe_key"], p["budget"]))
+        r = bootstrap_curve_speedup(runs, baseline_runs, n_boot=N_BOOT, confidence=confidence, rng=0,
+                                    acc_col=metric)
+        out.loc[i, ["speedup_ci_low", "speedup_ci_high"]] = [r.ci_low, r.ci_high]
+        out.loc[i, "confirmed"] = confirmed_faster(r)
+    return out
+
+
+def _recipe_curves(done: pd.DataFrame, baseline_runs: pd.DataFrame, metric: str, confidence: float) -> pd.DataFrame:
+    """Every recipe trained at two or more budgets: its curve against the baseline's (RECIPE_COLUMNS)."""
+    rows = []
+    recipes = done[~done["is_baseline"]]
+    if not baseline_runs.empty:
+        for key, runs in recipes.groupby("recipe_key", sort=False):
+            if runs["budget"].nunique() < 2:
+                continue
+            r: CurveSpeedup = bootstrap_curve_speedup(runs, baseline_runs, n_boot=N_BOOT, confidence=confidence,
+                                                      rng=0, acc_col=metric)
+            first = runs.sort_values("number").iloc[0]
+            rows.append({
+                "recipe_key": key, "number": int(first["number"]), "algorithms": first["algorithms"],
+                "n_budgets": int(runs["budget"].nunique()), "n_seeds": r.recipe_min_seeds,
+                "speedup": r.speedup, "speedup_ci_low": r.ci_low, "speedup_ci_high": r.ci_high,
+                "speedup_status": r.status, "target_accuracy": r.target_accuracy, "recipe_seconds": r.recipe_time,
+                "baseline_seconds": r.baseline_time, "recipe_unreached_fraction": r.recipe_unreached_fraction,
+                "confirmed": confirmed_faster(r),
+            })  # fmt: skip
+    table = pd.DataFrame(rows, columns=list(RECIPE_COLUMNS))
+    if table.empty:
+        return table
+    table["confirmed"] = table["confirmed"].astype(bool)
+    return table.sort_values(["confirmed", "speedup", "number"], ascending=[False, False, True],
+                             na_position="last").reset_index(drop=True)
 
 
 def largest_front_speedup(front: pd.DataFrame, metric: str) -> pd.Series | None:
@@ -219,37 +384,90 @@ def largest_front_speedup(front: pd.DataFrame, metric: str) -> pd.Series | None:
     return measured.sort_values(["speedup", metric, "number"], ascending=[False, False, True]).iloc[0]
 
 
-def _headline(done: pd.DataFrame, baseline: pd.DataFrame, front: pd.DataFrame, metric: str) -> Headline:
+def _headline(points: pd.DataFrame, front: pd.DataFrame, recipes: pd.DataFrame, baseline: pd.DataFrame,
+              curve: TradeoffCurve, metric: str) -> Headline:
+    """In order: the confirmed recipe curve with the largest speedup (at the highest accuracy both curves
+    reach); else the confirmed front point with the largest speedup (a claim at that point's accuracy);
+    else nothing (``number`` None)."""
     nan = float("nan")
-    cand = done[~done["is_baseline"]]
-    h = best_speedup_at_baseline_accuracy(cand[TIME], cand[metric], baseline[TIME], baseline[metric])
-    budget = nan
-    if len(baseline):
-        budget = float(baseline.sort_values([TIME, metric], ascending=[False, False]).iloc[0]["budget"])
-    number, algos, recipe_budget = None, "", nan
-    if h.index is not None:
-        row = cand.iloc[h.index]
-        number, algos, recipe_budget = int(row["number"]), str(row["algorithms"]), float(row["budget"])
-    # 2) the best metric any recipe reaches within the baseline's time to the target
-    gain, gain_number = nan, None
-    if np.isfinite(h.baseline_time) and np.isfinite(h.target_accuracy):
-        within = cand[cand[TIME] <= h.baseline_time]
-        if len(within):
-            best = within.sort_values([metric, TIME, "number"], ascending=[False, True, True]).iloc[0]
-            gain, gain_number = float(best[metric]) - h.target_accuracy, int(best["number"])
-    # 3) the largest speedup measured anywhere on the front
-    front_fields: dict[str, Any] = {}
+    budget = float(baseline["budget"].max()) if len(baseline) else nan
+    fields: dict[str, Any] = {}
     top = largest_front_speedup(front, metric)
     if top is not None:
-        front_fields = {"front_speedup": float(top["speedup"]), "front_number": int(top["number"]),
-                        "front_algorithms": str(top["algorithms"]), "front_accuracy": float(top[metric]),
-                        "front_seconds": float(top[TIME]), "front_budget": float(top["budget"])}
-    return Headline(float(h.target_accuracy), float(h.baseline_time), budget, number, algos, float(h.recipe_time),
-                    float(h.recipe_accuracy), float(h.speedup), gain, gain_number, recipe_budget=recipe_budget,
-                    **front_fields)  # fmt: skip
+        fields = {"front_speedup": float(top["speedup"]), "front_number": int(top["number"]),
+                  "front_algorithms": str(top["algorithms"]), "front_accuracy": float(top[metric]),
+                  "front_seconds": float(top[TIME]), "front_budget": float(top["budget"])}
+    confirmed = recipes[recipes["confirmed"]] if len(recipes) else recipes
+    good_points = front[front["confirmed"].astype(bool)] if len(front) else front
+    if len(confirmed):
+        r = confirmed.iloc[0]
+        target, base_s = float(r["target_accuracy"]), float(r["baseline_seconds"])
+        gain, gain_number = _gain(points, base_s, target, metric)
+        h = Headline(target, base_s, budget, int(r["number"]), str(r["algorithms"]), float(r["recipe_seconds"]),
+                     target, float(r["speedup"]), gain, gain_number, speedup_ci_low=float(r["speedup_ci_low"]),
+                     speedup_ci_high=float(r["speedup_ci_high"]), confirmed=True, n_seeds=int(r["n_seeds"]),
+                     n_budgets=int(r["n_budgets"]), **fields)  # fmt: skip
+    elif len(good_points):
+        p = good_points.sort_values(["speedup", metric, "number"], ascending=[False, False, True]).iloc[0]
+        target, base_s = float(p[metric]), float(p["baseline_seconds"])
+        gain, gain_number = _gain(points, base_s, target, metric)
+        h = Headline(target, base_s, budget, int(p["number"]), str(p["algorithms"]), float(p[TIME]), target,
+                     float(p["speedup"]), gain, gain_number, recipe_budget=float(p["budget"]),
+                     speedup_ci_low=float(p["speedup_ci_low"]), speedup_ci_high=float(p["speedup_ci_high"]),
+                     confirmed=True, n_seeds=int(p["n_seeds"]), n_budgets=1, **fields)  # fmt: skip
+    else:
+        target = float(curve.accuracies.max()) if len(curve.accuracies) else nan
+        base_s = float(curve.times[int(np.argmax(curve.accuracies))]) if len(curve.accuracies) else nan
+        gain, gain_number = _gain(points, base_s, target, metric)
+        h = Headline(target, base_s, budget, None, "", nan, nan, nan, gain, gain_number, **fields)
+    return _with_verdict(h, recipes, curve, metric)
 
 
-def frontier(trials: pd.DataFrame, space: ObjectiveSpec) -> Frontier:
+def _gain(points: pd.DataFrame, within_seconds: float, target: float, metric: str) -> tuple[float, int | None]:
+    """The best non-baseline point metric within ``within_seconds``, minus ``target``."""
+    if not (math.isfinite(within_seconds) and math.isfinite(target)) or points.empty:
+        return float("nan"), None
+    cand = points[~points["is_baseline"] & points["eligible"] & (points[TIME] <= within_seconds)]
+    if cand.empty:
+        return float("nan"), None
+    best = cand.sort_values([metric, TIME, "number"], ascending=[False, True, True]).iloc[0]
+    return float(best[metric]) - target, int(best["number"])
+
+
+def _label(metric: str) -> str:
+    return "val acc" if metric == VAL_ACCURACY else "test acc"
+
+
+def _with_verdict(h: Headline, recipes: pd.DataFrame, curve: TradeoffCurve, metric: str) -> Headline:
+    from dataclasses import replace
+
+    best_curve = ""
+    if len(recipes):
+        r = recipes.iloc[0]
+        best_curve = (f"trial {int(r['number'])}, {float(r['speedup']):.2f}x [95% CI {float(r['speedup_ci_low']):.2f}-"
+                      f"{float(r['speedup_ci_high']):.2f}]" if math.isfinite(float(r["speedup"]))
+                      else f"trial {int(r['number'])}, {r['speedup_status']}")
+    if h.confirmed and h.n_budgets >= 2:
+        text = (f"confirmed: trial {h.number} ({h.algorithms or 'no algorithms'}) is {h.speedup:.2f}x faster "
+                f"[95% CI {h.speedup_ci_low:.2f}-{h.speedup_ci_high:.2f}] than the baseline at {_label(metric)} "
+                f"{h.baseline_accuracy:.4f} ({h.recipe_seconds:.2f} s vs {h.baseline_seconds:.2f} s; curves over "
+                f"{h.n_budgets} budgets, {h.n_seeds}+ seeds each)")
+    elif h.confirmed:
+        best = float(curve.accuracies.max()) if len(curve.accuracies) else float("nan")
+        text = (f"confirmed at {_label(metric)} {h.baseline_accuracy:.4f}: trial {h.number} "
+                f"({h.algorithms or 'no algorithms'}, budget {h.recipe_budget:g}) is {h.speedup:.2f}x faster "
+                f"[95% CI {h.speedup_ci_low:.2f}-{h.speedup_ci_high:.2f}] than the baseline ({h.recipe_seconds:.2f} s "
+                f"vs {h.baseline_seconds:.2f} s, {h.n_seeds} seeds); at the baseline's best {best:.4f} no recipe "
+                f"curve is confirmed faster" + (f" (best: {best_curve})" if best_curve else ""))
+    elif len(recipes):
+        text = (f"nothing beat the baseline: no recipe is faster beyond seed noise ({len(recipes)} recipe "
+                f"curve(s); best: {best_curve})")
+    else:
+        text = "not confirmed: no recipe was trained at two or more budgets with repeated seeds"
+    return replace(h, verdict=text)
+
+
+def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEFAULT_CONFIDENCE) -> Frontier:
     """Compute the frontier of ``trials`` (the trials.csv contract) under ``space``'s objectives.
 
     ``space`` is anything with ``objectives``, ``directions`` and ``metric_split``: a ``SearchSpace``
@@ -259,7 +477,7 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec) -> Frontier:
     metric = metric_column(space.metric_split)
     df = _with_columns(trials, metric)
 
-    # 1) completed trials and the objectives actually used (the cost rule)
+    # 1) completed runs and the objectives actually used (the cost rule)
     metric_values, seconds = df[metric].to_numpy(dtype=float), df[TIME].to_numpy(dtype=float)
     done = pd.Series(df["state"].eq(COMPLETE).to_numpy() & np.isfinite(metric_values) & np.isfinite(seconds)
                      & (seconds > 0), index=df.index, dtype=bool)
@@ -267,38 +485,66 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec) -> Frontier:
     completed = df[done]
     objectives, directions, warnings = _used_objectives(space, metric, completed[COST].to_numpy(dtype=float))
 
-    # 2) fronts: overall, per budget, and among the recipes alone
-    df["on_front"] = False
-    df["on_budget_front"] = False
-    on_recipe_front = pd.Series(False, index=df.index, dtype=bool)
-    if len(completed):
-        points = completed[list(objectives)].to_numpy(dtype=float)
-        df.loc[done, "on_front"] = pareto_mask(points, directions)
-        df.loc[done, "on_budget_front"] = pareto_mask_by_group(
-            completed, list(objectives), list(directions), "budget").to_numpy()
-        recipes = completed[~completed["is_baseline"]]
-        on_recipe_front[recipes.index] = pareto_mask(recipes[list(objectives)].to_numpy(dtype=float), directions)
+    # 2) points (seed means) and the baseline curve
+    points = _points(completed, metric, confidence)
+    baseline = completed[completed["is_baseline"]].sort_values([TIME, "number"]).reset_index(drop=True)
+    base_points = points[points["is_baseline"]] if len(points) else points
+    curve = baseline_envelope(base_points[TIME], base_points[metric]) if len(base_points) else \
+        baseline_envelope([], [])
 
-    # 3) baseline curve and the speedups of every completed trial against it
-    baseline = df[done & df["is_baseline"]].sort_values([TIME, "number"]).reset_index(drop=True)
-    curve = baseline_envelope(baseline[TIME], baseline[metric])
+    # 3) which points may sit on the front, and the fronts
+    repeated = points["n_seeds"].ge(2) if len(points) else pd.Series([], dtype=bool)
+    confirmed_front = bool(len(points) and (repeated & ~points["is_baseline"]).any())
+    points["eligible"] = (repeated | points["is_baseline"]) if confirmed_front else True
+    points["on_front"] = False
+    points["on_budget_front"] = False
+    eligible = points[points["eligible"].astype(bool)] if len(points) else points
+    if len(eligible):
+        points.loc[eligible.index, "on_front"] = pareto_mask(eligible[list(objectives)].to_numpy(dtype=float),
+                                                             directions)
+        points.loc[eligible.index, "on_budget_front"] = pareto_mask_by_group(
+            eligible, list(objectives), list(directions), "budget").to_numpy()
+    if len(completed) and not confirmed_front and len(completed[~completed["is_baseline"]]):
+        warnings.append("no recipe confirmed yet (repeated seeds): the frontier is made of single runs")
+    on_recipe_front = pd.Series(False, index=df.index, dtype=bool)
+    recipes_only = completed[~completed["is_baseline"]]
+    if len(recipes_only):
+        on_recipe_front[recipes_only.index] = pareto_mask(recipes_only[list(objectives)].to_numpy(dtype=float),
+                                                          directions)
+
+    # 4) speedups against the baseline curve: every run, every point; intervals for the front
     for col in SPEEDUP_COLUMNS:
         df[col] = "" if col.endswith("_status") else np.nan
+        points[col] = "" if col.endswith("_status") else np.nan
     if len(completed):
-        speedups = _speedup_columns(completed, baseline, metric)
-        for col in SPEEDUP_COLUMNS:
-            df.loc[done, col] = speedups[col]
+        for col, values in _speedup_columns(completed, curve, metric).items():
+            df.loc[done, col] = values
+        for col, values in _speedup_columns(points, curve, metric).items():
+            points[col] = values
         if baseline.empty:
             warnings.append("no completed baseline trial: speedups at matched accuracy cannot be computed")
         elif len(curve.times) < 2:
             warnings.append("the baseline curve has one point: speedups are only bounds "
                             "(train the baseline at more budgets)")
+    for col, values in _point_intervals(points, completed, baseline, metric, confidence).items():
+        points[col] = values
+    points["confirmed"] = points["confirmed"].astype(bool)
 
-    # 4) the front, fastest first, and the headline
-    completed = df[done]
-    front = completed[completed["on_front"]].sort_values([TIME, metric, "number"], ascending=[True, False, True])
+    # 5) back to the runs: a run is on the front when its point is
+    def keys(rows: pd.DataFrame) -> list[tuple[str, float]]:
+        return list(zip(rows["recipe_key"], rows["budget"].fillna(-1.0), strict=True))  # NaN never matches NaN
+
+    flags = dict(zip(keys(points), zip(points["on_front"], points["on_budget_front"], strict=True), strict=True))
+    run_flags = [flags.get(k, (False, False)) if d else (False, False) for k, d in zip(keys(df), done, strict=True)]
+    df["on_front"] = [bool(f[0]) for f in run_flags]
+    df["on_budget_front"] = [bool(f[1]) for f in run_flags]
+
+    # 6) the front, recipe curves and the headline
+    front = points[points["on_front"]].sort_values([TIME, metric, "number"], ascending=[True, False, True])
     front = front.reset_index(drop=True)
+    recipes = _recipe_curves(completed, baseline, metric, confidence)
     return Frontier(metric=metric, objectives=objectives, directions=directions, trials=df,
-                    on_recipe_front=on_recipe_front, baseline=baseline, baseline_curve=curve, front=front,
-                    headline=_headline(completed, baseline, front, metric), warnings=tuple(warnings))
-
+                    on_recipe_front=on_recipe_front, baseline=baseline, baseline_curve=curve, points=points,
+                    front=front, recipes=recipes,
+                    headline=_headline(points, front, recipes, baseline, curve, metric), warnings=tuple(warnings),
+                    confirmed_front=confirmed_front)

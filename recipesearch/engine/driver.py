@@ -58,8 +58,10 @@ class SearchDriver:
         self.space, self.opts = space, options
         self.n_trials = int(options.trials if options.trials is not None else space.trials)
         self.concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
-        if self.n_trials < len(space.budgets):
-            raise UserError(f"--trials must be at least {len(space.budgets)}: the baseline at every budget")
+        if self.n_trials < space.baseline_runs:
+            sweep = ", after the LR sweep" if space.baseline.tune_lr else ""
+            raise UserError(f"--trials must be at least {space.baseline_runs}: the baseline at every budget "
+                            f"({space.baseline.seeds} seed(s) each{sweep})")
         if self.concurrency < 1:
             raise UserError("--concurrency must be at least 1")
         if options.executor not in EXECUTORS:
@@ -104,7 +106,8 @@ class SearchDriver:
                 # same recipes trained twice. A fresh seed; the history in the study still guides it.
                 sampler.reseed_rng()
             self.study = st.open_study(space, storage, sampler, resuming, force=opts.force)
-            self.loop = SearchLoop(space, self.study, storage, self.n_trials, self._on_start, self._on_finish)
+            self.loop = SearchLoop(space, self.study, storage, self.n_trials, self._on_start, self._on_finish,
+                                   on_message=self._on_message)
             recovered, baselines = self.loop.prepare(resuming)
             self.log = RunLog(run, resuming)
             address = self.ray.address if self.ray is not None else None
@@ -119,7 +122,9 @@ class SearchDriver:
                 self.ui.message(f"resuming {run.root}: {done} trials finished, {recovered} interrupted "
                                 "trials queued again")
             elif baselines:
-                self.ui.message(f"baseline first: the base recipe at {baselines} budget(s)")
+                what = ("the LR sweep of the base recipe, then the baseline" if space.baseline.tune_lr
+                        else f"the base recipe at {len(space.budgets)} budget(s) x {space.baseline.seeds} seed(s)")
+                self.ui.message(f"baseline first: {what}")
             self.loop.run(self._executor())
             if self.loop.stop_reason:
                 self.ui.message(self.loop.stop_reason)
@@ -132,6 +137,7 @@ class SearchDriver:
             raise
         df = self._write_csv()
         self.ui.stop()
+        self._log_confirmation(df)
         self._close("finished")
         self._report(final=True)
         self.ui.summary(df, space)
@@ -147,6 +153,30 @@ class SearchDriver:
         session = len(self.log.data.get("sessions", [])) if self.log else 0
         resources = {"cpu": self.space.resources.cpus, "gpu": self.space.resources.gpus}
         return RayTune(self.run_dir.ray_dir, resources, self.concurrency, session)
+
+    def _on_message(self, text: str) -> None:
+        """The loop's news (LR chosen, confirmation planned): shown, and the progress total follows."""
+        try:
+            self.ui.message(text)
+            if self.loop is not None and hasattr(self.ui, "set_total"):
+                self.ui.set_total(self.loop.total())
+        except Exception as exc:  # noqa: BLE001
+            self._hook_failed("display", exc)
+
+    def _log_confirmation(self, df: pd.DataFrame) -> None:
+        """run.json: what the confirmation stage chose and the share of compute it really took."""
+        plan = self.loop.plan if self.loop is not None else None
+        if plan is None or self.log is None:
+            return
+        secs = df["train_seconds"].fillna(0.0) if "train_seconds" in df else None
+        confirm = float(secs[df["stage"] == "confirm"].sum()) if secs is not None else 0.0
+        total = float(secs.sum()) if secs is not None else 0.0
+        self.log.update(confirmation={
+            "enabled": self.space.confirm.enabled, "candidates": list(plan.candidates),
+            "skipped": list(plan.skipped), "runs": len(plan.runs), "estimated_share": round(plan.estimated_share, 4),
+            "share_of_train_seconds": round(confirm / total, 4) if total > 0 else 0.0,
+            "max_share": self.space.confirm.max_share,
+        })
 
     # -- per-trial hooks
     def _on_start(self, proposal: Proposal) -> None:

@@ -1,8 +1,13 @@
 """The search loop, without Ray: ask → recipe → execute → tell, over one Optuna study.
 
     prepare: resume → RUNNING trials of a killed driver become FAIL("interrupted") and are queued again;
-             the base recipe is queued at every budget (the baseline curve is trained first)
-    run(executor), until the budget is met:
+             the LR sweep of the base recipe is queued (baseline.tune_lr), else the baseline runs: the
+             base recipe at every budget x baseline.seeds (the baseline curve is trained first)
+    run(executor), stage after stage (user attr ``stage``, engine/study.py):
+        tune      the LR sweep; the baseline waits for it, then runs at the LR it chose
+        baseline  ... and search: queued baselines first, then proposals, until ``n_trials`` finished
+        confirm   once every earlier trial finished: the best proposals again at every budget with
+                  more seeds (engine/confirm.py), until all of those finished
         executor.run(loop):        # in-process (tests, replay, small runs) or Ray Tune (executors.py)
             proposal = loop.ask()  # sweep: its next moves are queued first; then study.ask() pops the
                                    # queue or samples; params → validated recipe in the driver
@@ -15,7 +20,8 @@ Every finished trial is persisted whole at once: its user attrs (numbers, recipe
 before ``tell``. An invalid combination of parameters fails in the driver without costing a worker.
 The sweep strategy's next stage depends on results, so it proposes only when nothing is queued and a
 trial finished since it last proposed. Only Optuna's public API is used (``Study.ask/tell``,
-``Trial.set_user_attr``, ``enqueue_trial``).
+``Trial.set_user_attr``, ``enqueue_trial``). Repeats of a recipe (extra seeds, confirmation runs) are
+hidden from the sampler (engine/sampler_view.py).
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.engine import study as st
+from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
 from recipesearch.errors import ConfigError, UserError
 
@@ -112,20 +119,37 @@ class SearchLoop:
 
     def __init__(self, space: SearchSpace, study: optuna.Study, storage: optuna.storages.BaseStorage,
                  n_trials: int, on_start: Callable[[Proposal], None] | None = None,
-                 on_finish: Callable[[FrozenTrial], None] | None = None):
+                 on_finish: Callable[[FrozenTrial], None] | None = None,
+                 on_message: Callable[[str], None] | None = None):
         self.space, self.study, self.storage, self.n_trials = space, study, storage, int(n_trials)
         self.on_start = on_start or (lambda proposal: None)
         self.on_finish = on_finish or (lambda frozen: None)
+        self.on_message = on_message or (lambda text: None)
         self.sweep = SweepStrategy(space) if is_sweep(space) else None
         self._sweep_stale = True  # a trial finished since the sweep last proposed
         self.in_flight: dict[int, Proposal] = {}
         self.stop_reason = ""
+        self._baselines_queued = False
+        self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
 
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
-        """(interrupted trials queued again, baselines queued)."""
+        """(interrupted trials queued again, baseline and LR-sweep runs queued)."""
         recovered = st.recover_interrupted(self.study, self.storage) if resuming else 0
-        return recovered, st.ensure_baselines(self.study, self.space)
+        return recovered, st.ensure_lr_sweep(self.study, self.space) + self._queue_baselines()
+
+    def _queue_baselines(self) -> int:
+        """The baseline runs, once the LR sweep (if any) has chosen the LR; 0 while it has not."""
+        if self._baselines_queued:
+            return 0
+        decided, lr = st.tuned_lr(self.trials(), self.space)
+        if not decided:
+            return 0
+        self._baselines_queued = True
+        added = st.ensure_baselines(self.study, self.space, lr)
+        if lr is not None and added:
+            self.on_message(f"LR sweep: the baseline runs at optimizer.lr x{lr:g}")
+        return added
 
     def trials(self) -> list[FrozenTrial]:
         return self.study.get_trials(deepcopy=False)
@@ -133,8 +157,52 @@ class SearchLoop:
     def finished(self) -> int:
         return st.count_finished(self.trials())
 
+    def total(self) -> int:
+        """Trials this search will have finished at the end: the budget, plus the confirmation runs
+        once they are planned."""
+        trials = self.trials()
+        return self.n_trials + (st.count_finished(trials, [st.CONFIRM]) + self._confirm_left(trials)
+                                if self.plan is not None else 0)
+
     def remaining(self) -> int:
-        return self.n_trials - self.finished()
+        trials = self.trials()
+        left = self.n_trials - st.count_finished(trials, EARLIER_STAGES)
+        if left > 0 and not self._search_exhausted(trials):
+            return left
+        self._plan_confirmation(trials)
+        return self._confirm_left(self.trials())
+
+    # -- stages
+    def _search_in_flight(self) -> int:
+        return sum(1 for p in self.in_flight.values() if p.attrs.get("stage") != st.CONFIRM)
+
+    def _search_exhausted(self, trials: list[FrozenTrial]) -> bool:
+        """The sweep has nothing left to propose (the sampled strategies never run out)."""
+        if self.sweep is None or st.count_in_state(trials, TrialState.WAITING):
+            return False
+        if self.sweep.exhausted(st.sweep_history(trials, self.space)):
+            self.stop_reason = f"sweep finished after {st.count_finished(trials)} trials: nothing left to try"
+            return True
+        return False
+
+    def _search_done(self, trials: list[FrozenTrial]) -> bool:
+        """Every trial of the earlier stages finished: the budget met (or the sweep out of moves)."""
+        if self._search_in_flight():
+            return False
+        return st.count_finished(trials, EARLIER_STAGES) >= self.n_trials or self._search_exhausted(trials)
+
+    def _plan_confirmation(self, trials: list[FrozenTrial]) -> None:
+        """Plan (once per session) and queue the confirmation runs; a resume plans the same ones."""
+        if self.plan is not None or not self._search_done(trials):
+            return
+        self.plan = plan_confirmation(trials, self.space)
+        enqueue_plan(self.study, self.plan)
+        if self.space.confirm.enabled:
+            self.on_message(self.plan.describe())
+
+    def _confirm_left(self, trials: list[FrozenTrial]) -> int:
+        return sum(1 for t in trials if st.stage_of(t) == st.CONFIRM
+                   and t.state in (TrialState.WAITING, TrialState.RUNNING))
 
     # -- the whole search, round after round
     def run(self, executor: Executor) -> None:
@@ -149,25 +217,38 @@ class SearchLoop:
 
     def _done(self) -> bool:
         trials = self.trials()
-        if st.count_finished(trials) >= self.n_trials:
-            return True
-        nothing_queued = not st.count_in_state(trials, TrialState.WAITING)
-        if self.sweep is not None and nothing_queued and self.sweep.exhausted(st.sweep_history(trials, self.space)):
-            self.stop_reason = f"sweep finished after {st.count_finished(trials)} trials: nothing left to try"
-            return True
-        return False
+        if not self._search_done(trials):
+            return False
+        self._plan_confirmation(trials)
+        return self._confirm_left(self.trials()) == 0
 
     # -- asking
     def ask(self) -> Proposal | str:
         """The next trial to run, or ``WAIT`` / ``DONE``."""
         trials = self.trials()
-        if st.count_finished(trials) + len(self.in_flight) >= self.n_trials:
-            return WAIT if self.in_flight else DONE
-        if self.sweep is not None and not st.count_in_state(trials, TrialState.WAITING):
-            queued = self._queue_sweep_moves(trials)
-            if queued is not None:
-                return queued
-        return self._ask()
+        waiting = st.count_in_state(trials, TrialState.WAITING)
+        if not self._baselines_queued:
+            added = self._queue_baselines()
+            if added or (waiting and not self._baselines_queued):
+                return self._ask()  # the baseline runs (or, before them, the LR sweep) first
+            if not self._baselines_queued:
+                return WAIT if self.in_flight else DONE  # the LR sweep is running
+        if st.count_finished(trials, EARLIER_STAGES) + self._search_in_flight() < self.n_trials:
+            if self.sweep is not None and not waiting:
+                queued = self._queue_sweep_moves(trials)
+                if queued is not None:
+                    if queued == DONE and self._search_done(trials):
+                        return self._ask_confirmation(trials)
+                    return queued
+            return self._ask()
+        return self._ask_confirmation(trials)
+
+    def _ask_confirmation(self, trials: list[FrozenTrial]) -> Proposal | str:
+        """The confirmation stage: planned once the earlier stages have finished, then run."""
+        self._plan_confirmation(trials)
+        if self.plan is not None and st.count_in_state(self.trials(), TrialState.WAITING):
+            return self._ask()
+        return WAIT if self.in_flight else DONE
 
     def _queue_sweep_moves(self, trials: list[FrozenTrial]) -> str | None:
         """Queue the sweep's next moves; None when some were queued, else WAIT or DONE."""
@@ -193,11 +274,14 @@ class SearchLoop:
         except Exception as exc:  # noqa: BLE001 - a broken define-by-run walk fails this trial only
             params = dict(trial.params)
             config["error"] = f"invalid parameters: {exc}"
-        attrs: dict[str, Any] = {"budget": params.get("budget"), "is_baseline": False}
+        stage = st.stage_of(trial)
+        attrs: dict[str, Any] = {"budget": params.get("budget"), "is_baseline": False, st.STAGE: stage}
         if config["error"] is None:
-            attrs["is_baseline"] = bool(trial.user_attrs.get("is_baseline")) or space.is_baseline(params)
+            # An enqueued trial says whether it is a baseline run; a sampled base recipe is one too.
+            known = trial.user_attrs.get("is_baseline")
+            attrs["is_baseline"] = bool(known) if known is not None else space.is_baseline(params)
             try:
-                recipe = space.recipe_for(params)
+                recipe = space.recipe_for(params, st.seed_index(trial))
             except ConfigError as exc:
                 config["error"] = f"invalid recipe: {exc}"
                 attrs["algorithms"] = "+".join(sorted(_safe_algorithms(space, params)))

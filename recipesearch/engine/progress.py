@@ -3,7 +3,9 @@
 Both UIs read the same trials table (``storage.trials_frame``), so what is shown is what trials.csv
 holds. The numbers are ``recipesearch.analysis.frontier``'s (the report's definitions, on the metric
 the space selects on); ``front_table`` turns them into rows (a plain DataFrame, tested without a
-terminal) and the live view and the final summary only render those.
+terminal) and the live view and the final summary only render those. When the space selects on
+validation, ``acc`` is the validation accuracy ("val acc") and ``test_acc`` the test accuracy, shown
+next to it as the held-out figure ("test acc (held out)") and never used to choose.
 """
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
 
 MAX_FRONT_ROWS = 12
-FRONT_COLUMNS = ["number", "budget", "algorithms", "is_baseline", "acc", "train_seconds", "cost", "speedup",
-                 "speedup_status"]
+FRONT_COLUMNS = ["number", "budget", "algorithms", "is_baseline", "n_seeds", "acc", "test_acc", "train_seconds",
+                 "cost", "speedup", "speedup_status", "speedup_ci_low", "speedup_ci_high", "confirmed"]
+TEST_SPLIT_NOTE = "this search selected on the test split: its test accuracies are optimistic; use metric_split: val"
 
 
 class SearchUI(Protocol):
@@ -46,50 +49,76 @@ def completed(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
 
 
 def _front_rows(f: Frontier) -> pd.DataFrame:
-    """The frontier as the table the UIs show: ``acc`` is the metric the space selects on."""
+    """The frontier as the table the UIs show: ``acc`` is the metric the space selects on, ``test_acc``
+    the test accuracy (the same numbers when the space selects on test)."""
     front = f.front
     return pd.DataFrame({
         "number": front["number"].astype(int), "budget": front["budget"], "algorithms": front["algorithms"],
-        "is_baseline": front["is_baseline"].astype(bool), "acc": front[f.metric],
+        "is_baseline": front["is_baseline"].astype(bool), "n_seeds": front["n_seeds"], "acc": front[f.metric],
+        "test_acc": front["accuracy"] if "accuracy" in front else float("nan"),
         "train_seconds": front["train_seconds"], "cost": front["cost"], "speedup": front["speedup"],
-        "speedup_status": front["speedup_status"],
+        "speedup_status": front["speedup_status"], "speedup_ci_low": front["speedup_ci_low"],
+        "speedup_ci_high": front["speedup_ci_high"], "confirmed": front["confirmed"].astype(bool),
     }, columns=FRONT_COLUMNS)  # fmt: skip
 
 
 def front_table(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
     """Current Pareto front of the completed trials, by training time, with speedup over the baseline.
 
-    Columns: number, budget, algorithms, is_baseline, acc, train_seconds, cost, speedup, speedup_status.
+    One row per point (a recipe at a budget; accuracies and time are seed means over ``n_seeds``).
+    Columns: FRONT_COLUMNS.
     """
     return _front_rows(frontier(trials, space))
 
 
+def _selects_on_val(f: Frontier) -> bool:
+    return f.metric != "accuracy"
+
+
+def _held_out(test_acc: Any) -> str:
+    """', test acc 0.9412 (held out)': the test figure after a trial chosen on validation."""
+    text = _fmt(test_acc, ".4f")
+    return f", test acc {text} (held out)" if text else ""
+
+
+def _recipe_test_accuracy(f: Frontier, number: int) -> float:
+    """Held-out test accuracy of the recipe of trial ``number``: the seed mean at its best budget on the metric."""
+    key = f.trials.loc[f.trials["number"] == number, "recipe_key"]
+    if key.empty or f.points.empty:
+        return float("nan")
+    mine = f.points[f.points["recipe_key"] == key.iloc[0]]
+    if mine.empty:
+        return float("nan")
+    return float(mine.sort_values(f.metric, ascending=False).iloc[0]["test_accuracy_mean"])
+
+
 def _headline_text(f: Frontier) -> str | None:
-    h = f.headline
+    """The confirmed headline (``Headline.verdict``), or None while there is nothing to compare."""
     done = f.completed_trials
     if done.empty or not done["is_baseline"].any() or done["is_baseline"].all():
         return None
-    if h.number is None or not math.isfinite(h.speedup):
-        return (f"no recipe reached the longest baseline's {f.metric} {h.baseline_accuracy:.4f}"
-                if math.isfinite(h.baseline_accuracy) else None)
-    return (f"speedup at the longest baseline's {f.metric} {h.baseline_accuracy:.4f}: {h.speedup:.2f}x "
-            f"({h.recipe_seconds:.2f} s vs {h.baseline_seconds:.2f} s): trial {h.number}, budget "
-            f"{h.recipe_budget:g}, {h.algorithms or 'no algorithms'}")
+    text = f.headline.verdict
+    if f.headline.confirmed and _selects_on_val(f):
+        text += _held_out(_recipe_test_accuracy(f, int(f.headline.number)))
+    return text
 
 
 def headline(trials: pd.DataFrame, space: SearchSpace) -> str | None:
-    """'speedup at the longest baseline's accuracy 0.9421: 1.80x (...): trial 12, ...' or None."""
+    """'confirmed: trial 12 (...) is 1.41x faster [95% CI 1.22-1.63] ...', 'nothing beat the baseline ...',
+    or None before a baseline and a recipe have completed."""
     return _headline_text(frontier(trials, space))
 
 
-def front_headline(front: pd.DataFrame) -> str | None:
-    """The largest measured (interpolated, not a bound) speedup at matched accuracy on ``front_table``."""
+def front_headline(front: pd.DataFrame, held_out: bool = False) -> str | None:
+    """The largest measured (interpolated, not a bound) speedup at matched accuracy on ``front_table``;
+    ``held_out``: the space selected on validation, so the trial's test accuracy follows as held out."""
     top = largest_front_speedup(front, "acc")
     if top is None:
         return None
+    test = _held_out(top.get("test_acc")) if held_out else ""
     return (f"largest speedup at matched accuracy on the front: {top['speedup']:.2f}x at {top['acc']:.4f} "
             f"({top['train_seconds']:.2f} s): trial {int(top['number'])}, budget {top['budget']:g}, "
-            f"{top['algorithms'] or 'no algorithms'}")
+            f"{top['algorithms'] or 'no algorithms'}{test}")
 
 
 def _fmt(x: Any, spec: str) -> str:
@@ -100,20 +129,38 @@ def _fmt(x: Any, spec: str) -> str:
     return "" if math.isnan(x) else format(x, spec)
 
 
+def _acc_columns(space: SearchSpace) -> list[tuple[str, str]]:
+    """(front_table column, heading) of the accuracies shown: the one selected on, then test as held out."""
+    if space.metric_split == "val":
+        return [("acc", "val acc"), ("test_acc", "test acc (held out)")]
+    return [("acc", "test acc")]
+
+
+def _speedup_cell(r: pd.Series) -> str:
+    """'1.41x', with its interval when the point has one, and a check mark when it is confirmed faster."""
+    point = _fmt(r["speedup"], ".2f")
+    if not point:
+        return ""
+    low, high = _fmt(r.get("speedup_ci_low"), ".2f"), _fmt(r.get("speedup_ci_high"), ".2f")
+    interval = f" [{low}-{high}]" if low and high else ""
+    return f"{point}x{interval}{' ✓' if bool(r.get('confirmed', False)) else ''}"
+
+
 def render_front(front: pd.DataFrame, space: SearchSpace, title: str) -> Any:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    acc_label = "val acc" if space.metric_split == "val" else "accuracy"
-    for name in ("trial", "budget", "algorithms", acc_label, "train s", *(["cost"] if "cost" in space.objectives
-                                                                            else []), "speedup"):
+    accs = _acc_columns(space)
+    for name in ("trial", "budget", "algorithms", "seeds", *(h for _, h in accs), "train s",
+                 *(["cost"] if "cost" in space.objectives else []), "speedup"):
         table.add_column(name, justify="left" if name == "algorithms" else "right")
     for _, r in front.head(MAX_FRONT_ROWS).iterrows():
         algs = "baseline" if r["is_baseline"] else (r["algorithms"] or "-")
-        cells = [str(r["number"]), _fmt(r["budget"], "g"), algs, _fmt(r["acc"], ".4f"), _fmt(r["train_seconds"], ".2f")]
+        cells = [str(r["number"]), _fmt(r["budget"], "g"), algs, _fmt(r.get("n_seeds"), ".0f"),
+                 *(_fmt(r[c], ".4f") for c, _ in accs), _fmt(r["train_seconds"], ".2f")]
         if "cost" in space.objectives:
             cells.append(_fmt(r["cost"], ".4g"))
-        cells.append(f"{_fmt(r['speedup'], '.2f')}x" if _fmt(r["speedup"], ".2f") else "")
+        cells.append(_speedup_cell(r))
         table.add_row(*cells)
     if len(front) > MAX_FRONT_ROWS:
         table.caption = f"... and {len(front) - MAX_FRONT_ROWS} more on the front"
@@ -139,6 +186,7 @@ class LiveUI:
         self.live: Any = None
         self.space: SearchSpace | None = None
         self.running: set[int] = set()
+        self.task: Any = None
 
     def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None:
         from rich.live import Live
@@ -195,6 +243,11 @@ class LiveUI:
     def message(self, text: str) -> None:
         self.console.print(text)
 
+    def set_total(self, total: int) -> None:
+        """The confirmation stage adds its runs to the trials to wait for."""
+        if self.live and self.task is not None:
+            self.progress.update(self.task, total=total)
+
     def stop(self) -> None:
         if self.live:
             self.live.stop()
@@ -211,12 +264,13 @@ class LogUI:
         self.stream = stream or sys.stdout
         self.t0 = time.monotonic()
         self.total = 0
+        self.metric_split = "test"
 
     def _line(self, text: str) -> None:
         print(f"[{time.monotonic() - self.t0:7.1f}s] {text}", file=self.stream, flush=True)
 
     def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None:
-        self.total = total
+        self.total, self.metric_split = total, space.metric_split
         self._line(f"search {space.name}: {total} trials ({done} done), run dir {run_dir}, Ray {ray_address}")
 
     def trial_started(self, number: int, attrs: dict[str, Any]) -> None:
@@ -227,14 +281,23 @@ class LogUI:
     def trial_finished(self, row: dict[str, Any], trials: pd.DataFrame) -> None:
         done = count_finished_rows(trials)
         if row["state"] == "COMPLETE":
-            self._line(f"[{done}/{self.total}] trial {row['number']} COMPLETE accuracy {_fmt(row['accuracy'], '.4f')} "
+            self._line(f"[{done}/{self.total}] trial {row['number']} COMPLETE {self._accuracies(row)} "
                        f"train {_fmt(row['train_seconds'], '.2f')} s budget {row['budget']} "
                        f"{row['algorithms'] or ''}".rstrip())
         else:
             self._line(f"[{done}/{self.total}] trial {row['number']} {row['state']}: {row.get('error')}")
 
+    def _accuracies(self, row: dict[str, Any]) -> str:
+        if self.metric_split == "val":
+            val, test = _fmt(row.get("val_accuracy"), ".4f"), _fmt(row.get("accuracy"), ".4f")
+            return f"val acc {val} test acc {test} (held out)"
+        return f"test acc {_fmt(row.get('accuracy'), '.4f')}"
+
     def message(self, text: str) -> None:
         self._line(text)
+
+    def set_total(self, total: int) -> None:
+        self.total = total
 
     def stop(self) -> None:
         pass
@@ -253,10 +316,13 @@ def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> No
     f = frontier(trials, space)  # once: the table and both headline lines read it
     front = _front_rows(f)
     if len(front):
-        console.print(render_front(front, space, f"Pareto front ({len(front)} trials)"))
-    for line in (front_headline(front), _headline_text(f)):
+        what = "seed means" if f.confirmed_front else "single runs: nothing confirmed yet"
+        console.print(render_front(front, space, f"Pareto front ({len(front)} points, {what})"))
+    for line in (front_headline(front, held_out=_selects_on_val(f)), _headline_text(f)):
         if line:
             console.print(line)
+    if not _selects_on_val(f):  # last, so it is what the user reads before the numbers are reused
+        console.print(f"warning: {TEST_SPLIT_NOTE}")
 
 
 def make_ui(quiet: bool) -> SearchUI:

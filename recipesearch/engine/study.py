@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.errors import UserError
 from recipesearch.rundir import HEAD_COLUMNS, TAIL_COLUMNS, redact_url
 from recipesearch.space import params_key
@@ -34,6 +35,13 @@ if TYPE_CHECKING:
 
 INTERRUPTED = "interrupted"  # error text of a trial whose driver went away before it finished
 QUEUED_PARAMS = "queued_params"  # user attr: the params an enqueued trial was queued with
+# Stages of a search, in the order they run (user attr ``stage``): the LR sweep of the base recipe
+# (baseline.tune_lr), the baseline runs (every budget x seeds), the proposals (sampled or swept), the
+# confirmation re-runs of the best proposals (extra seeds, every budget; user attr ``of_trial``).
+TUNE, BASELINE, SEARCH, CONFIRM = "tune", "baseline", "search", "confirm"
+STAGE, SEED_INDEX, OF_TRIAL = "stage", "seed_index", "of_trial"
+# What an enqueued trial carries into its re-run when it is interrupted.
+CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL)
 
 
 # 1) opening -----------------------------------------------------------------------------------------
@@ -63,6 +71,8 @@ def open_study(space: SearchSpace, storage: optuna.storages.BaseStorage, sampler
             raise UserError(f"--storage already has a study named {space.name!r}; pass --resume to continue "
                             "it, --force to delete it, or rename the space")
         optuna.delete_study(study_name=space.name, storage=storage)
+    if not isinstance(sampler, HideRepeats):
+        sampler = HideRepeats(sampler, sampler_sees)
     study = optuna.create_study(storage=storage, study_name=space.name, sampler=sampler,
                                 directions=list(space.directions), load_if_exists=True)
     found = [d.name.lower() for d in study.directions]
@@ -92,9 +102,43 @@ def is_interrupted(t: FrozenTrial) -> bool:
     return t.state == TrialState.FAIL and t.user_attrs.get("error") == INTERRUPTED
 
 
-def count_finished(trials: Sequence[FrozenTrial]) -> int:
-    """Trials that count towards the budget: COMPLETE or FAIL for a reason of their own."""
-    return sum(1 for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL) and not is_interrupted(t))
+def stage_of(t: FrozenTrial | optuna.Trial) -> str:
+    """The trial's stage; trials of studies written before stages existed: baseline or search."""
+    stage = t.user_attrs.get(STAGE)
+    if stage in (TUNE, BASELINE, SEARCH, CONFIRM):
+        return stage
+    return BASELINE if t.user_attrs.get("is_baseline") else SEARCH
+
+
+def seed_index(t: FrozenTrial | optuna.Trial) -> int:
+    """0 for a recipe's first run; k for its k-th repeat (recipe seed = space seed + k)."""
+    return int(t.user_attrs.get(SEED_INDEX) or 0)
+
+
+def run_key(params: dict[str, Any], seed: int) -> str:
+    """One training run: the params and the seed index (the same recipe at another seed is another run)."""
+    return f"{params_key(params)}#{int(seed)}"
+
+
+def present_runs(trials: Sequence[FrozenTrial], stages: Sequence[str] | None = None) -> set[str]:
+    """``run_key`` of every trial in ``stages`` (all by default) that ran, runs or waits: interrupted ones
+    are left out because their re-queued copy stands for them."""
+    return {run_key(trial_params(t), seed_index(t)) for t in trials
+            if not is_interrupted(t) and (stages is None or stage_of(t) in stages)}
+
+
+def sampler_sees(t: FrozenTrial) -> bool:
+    """One run per recipe: the first seed of every stage but confirmation (engine/sampler_view.py)."""
+    return stage_of(t) != CONFIRM and seed_index(t) == 0
+
+
+def is_finished(t: FrozenTrial) -> bool:
+    return t.state in (TrialState.COMPLETE, TrialState.FAIL) and not is_interrupted(t)
+
+
+def count_finished(trials: Sequence[FrozenTrial], stages: Sequence[str] | None = None) -> int:
+    """Trials that count towards a budget: COMPLETE or FAIL for a reason of their own (in ``stages``)."""
+    return sum(1 for t in trials if is_finished(t) and (stages is None or stage_of(t) in stages))
 
 
 def count_finished_rows(df: pd.DataFrame) -> int:
@@ -133,21 +177,52 @@ def enqueue(study: optuna.Study, params: dict[str, Any], **attrs: Any) -> None:
     study.enqueue_trial(params, user_attrs={QUEUED_PARAMS: dict(params), **attrs})
 
 
-def ensure_baselines(study: optuna.Study, space: SearchSpace) -> int:
-    """Enqueue the base recipe at every budget that has no baseline trial yet (any state). Returns how many."""
-    present = {params_key(trial_params(t)) for t in study.get_trials(deepcopy=False) if not is_interrupted(t)}
+def enqueue_missing(study: optuna.Study, runs: Sequence[tuple[dict[str, Any], int]], stages: Sequence[str],
+                    **attrs: Any) -> int:
+    """Enqueue each (params, seed index) that no trial of ``stages`` holds yet. Returns how many: 0 on a
+    resume that already queued them, which is what makes every stage resumable."""
+    present = present_runs(study.get_trials(deepcopy=False), stages)
     added = 0
-    for params in space.baselines():
-        if params_key(params) not in present:
-            enqueue(study, params, is_baseline=True)
+    for params, seed in runs:
+        key = run_key(params, seed)
+        if key not in present:
+            present.add(key)
+            enqueue(study, params, **attrs, **{SEED_INDEX: int(seed)})
             added += 1
     return added
 
 
+def ensure_lr_sweep(study: optuna.Study, space: SearchSpace) -> int:
+    """Enqueue the LR sweep of the base recipe (``baseline.tune_lr``) where it is missing."""
+    return enqueue_missing(study, [(p, 0) for p in space.lr_sweep()], [TUNE], stage=TUNE, is_baseline=False)
+
+
+def tuned_lr(trials: Sequence[FrozenTrial], space: SearchSpace) -> tuple[bool, Any]:
+    """(decided, LR parameter for the baseline). Not decided while a sweep run waits or runs; decided
+    as the base LR (None) when the space does not tune or no sweep run completed. Ties keep the lower LR."""
+    sweep = [t for t in trials if stage_of(t) == TUNE and not is_interrupted(t)]
+    if not space.baseline.tune_lr:
+        return True, None
+    if len(sweep) < len(space.lr_sweep()) or any(not is_finished(t) for t in sweep):
+        return False, None
+    done = [(objective_accuracy(t.user_attrs, space), t) for t in sweep if t.state == TrialState.COMPLETE]
+    done = [(acc, t) for acc, t in done if acc is not None]
+    if not done:
+        return True, None
+    best = max(done, key=lambda pair: (pair[0], -float(trial_params(pair[1]).get("optimizer.lr", 0))))
+    return True, trial_params(best[1]).get("optimizer.lr")
+
+
+def ensure_baselines(study: optuna.Study, space: SearchSpace, lr: Any = None) -> int:
+    """Enqueue the base recipe (at LR parameter ``lr``; None: the base LR) at every budget and seed index
+    that has no baseline trial yet (any state). Returns how many."""
+    runs = [(params, s) for params in space.baselines(lr) for s in range(space.baseline.seeds)]
+    return enqueue_missing(study, runs, [BASELINE], stage=BASELINE, is_baseline=True)
+
+
 def requeue_attrs(t: FrozenTrial | optuna.Trial, number: int) -> dict[str, Any]:
     attrs: dict[str, Any] = {"requeued_from": number}
-    if "is_baseline" in t.user_attrs:
-        attrs["is_baseline"] = t.user_attrs["is_baseline"]
+    attrs.update({k: t.user_attrs[k] for k in CARRIED_ATTRS if k in t.user_attrs})
     return attrs
 
 
@@ -207,6 +282,8 @@ def trial_row(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, Any
     row["error"] = a.get("error") or ""
     row["recipe_id"] = a.get("recipe_id") or ""
     row["recipe_json"] = a.get("recipe_json") or ""
+    row["stage"] = stage_of(t)
+    row["of_trial"] = a.get(OF_TRIAL)
     return row
 
 

@@ -16,7 +16,15 @@ from recipesearch.space.param_entries import KindEntry, Target
 from recipesearch.space.params import ParamSpec
 from recipesearch.space.sampler_spec import SamplerSpec
 from recipesearch.space.schema import RESERVED_FIELDS, AlgorithmEntry, SpaceFile
-from recipesearch.space.search_space import AlgorithmSpec, Resources, SearchSpace, conflicts
+from recipesearch.space.search_space import (
+    DEFAULT_VAL_FRACTION,
+    AlgorithmSpec,
+    BaselineSpec,
+    ConfirmSpec,
+    Resources,
+    SearchSpace,
+    conflicts,
+)
 from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
 
 
@@ -51,8 +59,14 @@ def space_from_dict(
 
     base = _base(where, file.base, base_dir)
     if file.metric_split == "val" and base.data.val_fraction <= 0:
-        raise where.error("metric_split", "val needs a validation split: set base data.val_fraction > 0")
+        # Selecting on validation needs a validation split: hold out the default share of train.
+        data = base.to_dict()
+        data["data"]["val_fraction"] = DEFAULT_VAL_FRACTION
+        base = recipe_from_dict(data, source=f"{where.source} (base with data.val_fraction {DEFAULT_VAL_FRACTION})")
     hparams, fixed = _hparams(where, file.hparams, base)
+    if file.baseline.tune_lr and "optimizer.lr" not in {p.name for p in hparams}:
+        raise where.error("baseline.tune_lr", "needs hparams.optimizer.lr (the LR ladder to sweep), "
+                                              "e.g. optimizer.lr: {scale: [0.5, 2]}")
     algorithms = {name: _algorithm(where, name, entry, base) for name, entry in file.algorithms.items()}
     _check_pairs(where, algorithms, base)
 
@@ -63,7 +77,10 @@ def space_from_dict(
         sampler=SamplerSpec(name=file.sampler.name, seed=file.sampler_seed, options=file.sampler.options),
         trials=file.trials, concurrency=file.concurrency,
         resources=Resources(cpus=file.resources.cpus, gpus=file.resources.gpus), threads_per_trial=file.threads,
-        seed=file.seed, price_per_hour=file.price_per_hour, hparams=hparams, fixed=fixed, algorithms=algorithms,
+        seed=file.seed, price_per_hour=file.price_per_hour,
+        baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),
+        confirm=ConfirmSpec(enabled=file.confirm.enabled, top_k=file.confirm.top_k, seeds=file.confirm.seeds,
+                            max_share=file.confirm.max_share), hparams=hparams, fixed=fixed, algorithms=algorithms,
         path=Path(path) if path is not None else None,
         text=text if text is not None else yaml.safe_dump(data, sort_keys=False), source=source,
     )

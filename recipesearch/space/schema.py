@@ -20,6 +20,7 @@ DIRECTIONS = {"accuracy": "maximize", "train_seconds": "minimize", "cost": "mini
 CONSTRAINT_KEYS = ("accuracy_min", "train_seconds_max", "cost_max")
 # Recipe fields a search space sets itself (budget, seed, threads) or through ``algorithms:``.
 RESERVED_FIELDS = ("budget", "seed", "threads", "algorithms")
+LR_SWEEP_RUNS = 3  # baseline.tune_lr: the base LR and two ladder steps down and up (BaselineEntry)
 COST_NEEDS_PRICE = "cost needs price_per_hour (price of one trial's hardware per hour)"
 
 
@@ -65,6 +66,39 @@ class ResourcesEntry(Section):
 
     cpus: float = Field(1.0, gt=0)
     gpus: float = Field(0.0, ge=0)
+
+
+class BaselineEntry(Section):
+    """``baseline: {seeds: 3, tune_lr: false}``: the base recipe's runs, before any proposal.
+
+    ``seeds``: runs of the base recipe at every budget (the baseline curve is their mean with a 95 %
+    interval). ``tune_lr``: first train the base recipe at the budget nearest 1 with its LR and the LR two
+    ladder steps down and up (``hparams.optimizer.lr``'s ladder: 0.5x / 2x for ``scale: [0.5, 2]``); the
+    baseline then runs at the LR that did best on the selection metric, as the Mosaic posts insist on
+    tuned baselines.
+    """
+
+    seeds: int = Field(3, ge=1, le=50)
+    tune_lr: bool = False
+
+
+class ConfirmEntry(Section):
+    """``confirm: {top_k: 5, seeds: 3, max_share: 0.4}`` or ``confirm: false``: the confirmation stage.
+
+    After the proposals, up to ``top_k`` non-dominated candidates (on the selection metric) are trained
+    again with ``seeds`` seeds in all at every budget of the space, so each has a tradeoff curve with
+    confidence intervals. Candidates are taken in order while the stage's estimated compute stays within
+    ``max_share`` of the whole search's (proposals, baselines and confirmation together).
+    """
+
+    enabled: bool = True
+    top_k: int = Field(5, ge=1, le=100)
+    seeds: int = Field(3, ge=2, le=50)
+    max_share: float = Field(0.4, gt=0, le=0.9)
+
+    @classmethod
+    def coerce(cls, data: Any) -> Any:
+        return {"enabled": data} if isinstance(data, bool) else data
 
 
 def _fraction(value: float) -> float:
@@ -178,7 +212,8 @@ class SpaceFile(Section):
                        AfterValidator(_distinct_budgets)] = [1.0]
     objectives: Annotated[list[str], BeforeValidator(_objective_list)] = ["accuracy", "train_seconds"]
     price_per_hour: Annotated[float, Field(gt=0)] | None = None
-    metric_split: Annotated[Literal["test", "val"], BeforeValidator(_split)] = "test"
+    # Selection on validation by default; the test split is reported, never chosen on.
+    metric_split: Annotated[Literal["test", "val"], BeforeValidator(_split)] = "val"
     constraints: Annotated[ConstraintsEntry, BeforeValidator(_empty_section)] = ConstraintsEntry()
     sampler: SamplerEntry = SamplerEntry()
     trials: int = Field(24, ge=1)  # baselines included
@@ -186,6 +221,8 @@ class SpaceFile(Section):
     resources: Annotated[ResourcesEntry, BeforeValidator(_empty_section)] = ResourcesEntry()
     threads_per_trial: int = Field(1, ge=1)  # not given: resources.cpus (at least 1), see ``threads``
     seed: int = 0
+    baseline: Annotated[BaselineEntry, BeforeValidator(_empty_section)] = BaselineEntry()
+    confirm: Annotated[ConfirmEntry, BeforeValidator(_empty_section)] = ConfirmEntry()
     hparams: Annotated[dict[str, ParamEntry], BeforeValidator(_empty_section)] = {}
     algorithms: Annotated[dict[str, AlgorithmEntry], BeforeValidator(_empty_section),
                           BeforeValidator(_check_algorithm_names)] = {}
@@ -202,10 +239,17 @@ class SpaceFile(Section):
             raise field_error(COST_NEEDS_PRICE, at="objectives")
         if self.price_per_hour is None and "cost_max" in self.constraints.model_fields_set:
             raise field_error(COST_NEEDS_PRICE, at="constraints.cost_max")
-        if self.trials < len(self.budgets):
-            raise field_error(f"{self.trials} trials cannot even train the baseline at the {len(self.budgets)} budgets",
+        if self.trials < self.baseline_runs:
+            sweep = " + the LR sweep" if self.baseline.tune_lr else ""
+            raise field_error(f"{self.trials} trials cannot even train the baseline ({self.baseline.seeds} seed(s) at "
+                              f"{len(self.budgets)} budgets{sweep}): at least {self.baseline_runs}",
                               at="trials")
         return self
+
+    @property
+    def baseline_runs(self) -> int:
+        """Trials the baseline takes before any proposal (LR sweep runs included)."""
+        return self.baseline.seeds * len(self.budgets) + (LR_SWEEP_RUNS if self.baseline.tune_lr else 0)
 
     @property
     def sampler_seed(self) -> int:

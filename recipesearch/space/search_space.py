@@ -48,6 +48,28 @@ class Resources:
     gpus: float = 0.0
 
 
+LR = "optimizer.lr"  # the parameter ``baseline.tune_lr`` sweeps
+DEFAULT_VAL_FRACTION = 0.1  # share of train held out when a val-selecting space's base has no split
+
+
+@dataclass(frozen=True)
+class BaselineSpec:
+    """``baseline:`` of the space file (schema.BaselineEntry): seeds per budget, LR sweep first or not."""
+
+    seeds: int = 3
+    tune_lr: bool = False
+
+
+@dataclass(frozen=True)
+class ConfirmSpec:
+    """``confirm:`` of the space file (schema.ConfirmEntry): the confirmation stage after the proposals."""
+
+    enabled: bool = True
+    top_k: int = 5
+    seeds: int = 3  # seeds in all per (recipe, budget), the proposal's own run included
+    max_share: float = 0.4  # of the whole search's compute
+
+
 class _Filler:
     """A trial-like object answering each ``suggest_*`` from ``values`` (else the default) — a FixedTrial
     that never complains, so ``complete`` walks exactly the same define-by-run path as ``suggest``."""
@@ -88,6 +110,8 @@ class SearchSpace:
         seed: int,
         price_per_hour: float | None,
         hparams: list[ParamSpec],
+        baseline: BaselineSpec = BaselineSpec(),
+        confirm: ConfirmSpec = ConfirmSpec(),
         fixed: dict[str, Any],
         algorithms: dict[str, AlgorithmSpec],
         path: Path | None = None,
@@ -100,6 +124,7 @@ class SearchSpace:
         self.trials, self.concurrency, self.resources = trials, concurrency, resources
         self.threads_per_trial, self.seed, self.price_per_hour = threads_per_trial, seed, price_per_hour
         self.hparams, self.fixed, self.algorithms = hparams, fixed, algorithms
+        self.baseline, self.confirm = baseline, confirm
         self.path, self.text, self.source = path, text, source
         # Algorithms on in every trial: base algorithms that are not candidates, and always-on candidates.
         self._fixed_on = [a for a in base.algorithms if a not in algorithms]
@@ -153,12 +178,31 @@ class SearchSpace:
 
         return self.suggest(_Filler(partial, default))
 
-    def baseline_params(self, budget: float) -> dict[str, Any]:
-        """The params that reproduce the base recipe at ``budget`` (see module docstring)."""
-        return self.complete({"budget": float(budget)})
+    def baseline_params(self, budget: float, lr: Any = None) -> dict[str, Any]:
+        """The params that reproduce the base recipe at ``budget`` (see module docstring); ``lr``: the
+        ``optimizer.lr`` parameter the LR sweep chose (None: the base LR)."""
+        partial: dict[str, Any] = {"budget": float(budget)}
+        if lr is not None:
+            partial[LR] = lr
+        return self.complete(partial)
 
-    def baselines(self) -> list[dict[str, Any]]:
-        return [self.baseline_params(b) for b in self.budgets]
+    def baselines(self, lr: Any = None) -> list[dict[str, Any]]:
+        return [self.baseline_params(b, lr) for b in self.budgets]
+
+    def lr_sweep(self) -> list[dict[str, Any]]:
+        """``baseline.tune_lr``: the base recipe at the budget nearest 1 with its LR and the LR two ladder
+        steps down and up (empty when the space does not tune the LR)."""
+        spec = next((p for p in self.hparams if p.name == LR), None)
+        if not self.baseline.tune_lr or spec is None:
+            return []
+        budget = min(self.budgets, key=lambda b: (abs(math.log(b)), b))
+        values = [spec.baseline, *spec.neighbours(spec.baseline, 2)]
+        return [self.baseline_params(budget, v) for v in values]
+
+    @property
+    def baseline_runs(self) -> int:
+        """Trials the baseline takes before any proposal: the LR sweep and every budget x seed."""
+        return len(self.lr_sweep()) + self.baseline.seeds * len(self.budgets)
 
     def is_baseline(self, params: dict[str, Any]) -> bool:
         budget = params.get("budget")
@@ -172,8 +216,11 @@ class SearchSpace:
         return sorted(on)
 
     # -- from params to a recipe ----------------------------------------------------------------------
-    def recipe_for(self, params: dict[str, Any]) -> Recipe:
-        """The trial's recipe: base + multipliers/values + algorithms + budget, seed and threads."""
+    def recipe_for(self, params: dict[str, Any], seed_index: int = 0) -> Recipe:
+        """The trial's recipe: base + multipliers/values + algorithms + budget, seed and threads.
+
+        ``seed_index`` > 0 is a repeat of the same recipe (baseline seeds, confirmation): seed
+        ``space.seed + seed_index``. The data split does not move with it (``data.split_seed``)."""
         src = "trial params"
         known = set(self.param_names())
         for key in params:
@@ -204,7 +251,8 @@ class SearchSpace:
             for p in alg.params:
                 hp[p.hparam] = p.value(get(p.name))
             algos[alg.name] = hp
-        data.update(algorithms=algos, budget=float(get("budget")), seed=self.seed, threads=self.threads_per_trial)
+        data.update(algorithms=algos, budget=float(get("budget")), seed=self.seed + int(seed_index),
+                    threads=self.threads_per_trial)
         return recipe_from_dict(data, source=src)
 
     # -- objectives -----------------------------------------------------------------------------------
@@ -238,6 +286,7 @@ class SearchSpace:
             "trials": self.trials, "concurrency": self.concurrency, "resources": asdict(self.resources),
             "threads_per_trial": self.threads_per_trial, "seed": self.seed, "price_per_hour": self.price_per_hour,
             "fixed": self.fixed, "hparams": [p.canonical() for p in self.hparams],
+            "baseline": asdict(self.baseline), "confirm": asdict(self.confirm),
             "algorithms": [a.canonical() for a in self.algorithms.values()],
         }
         content["base"].pop("name", None)

@@ -100,6 +100,8 @@ def test_confirmed_faster_needs_every_condition():
     assert not confirmed_faster(good._replace(ci_low=1.0))
     assert not confirmed_faster(good._replace(ci_low=float("nan")))
     assert not confirmed_faster(good._replace(baseline_min_seeds=1))
+    # more than the lower tail's share (2.5 %) of replicates without a speedup: not shown to be faster
+    assert not confirmed_faster(good._replace(n_finite=97)) and confirmed_faster(good._replace(n_finite=98))
     assert not confirmed_faster(good._replace(speedup=float("nan"), status="recipe_short"))
 
 

@@ -33,7 +33,8 @@ TINY_BASE: dict[str, Any] = {
 
 
 def tiny_space(**overrides: Any) -> dict[str, Any]:
-    """A small space: budgets 0.5 and 1 (1-2 epochs), LR 0.5x-2x, label smoothing on/off."""
+    """A small space: budgets 0.5 and 1 (1-2 epochs), LR 0.5x-2x, label smoothing on/off; selects on test,
+    one seed per baseline run, no confirmation stage (the shipped defaults are val, 3 seeds, confirm)."""
     space: dict[str, Any] = {
         "name": "tiny",
         "base": TINY_BASE,
@@ -45,6 +46,11 @@ def tiny_space(**overrides: Any) -> dict[str, Any]:
         "sampler": {"name": "tpe", "seed": 0},
         "hparams": {"optimizer.lr": {"scale": [0.5, 2]}},
         "algorithms": {"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}},
+        # The loop's mechanics with one run per baseline and no confirmation stage; tests of seeds,
+        # validation selection and confirmation (test_stages.py) turn them on.
+        "metric_split": "test",
+        "baseline": {"seeds": 1},
+        "confirm": False,
     }
     space.update(overrides)
     return space

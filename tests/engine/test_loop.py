@@ -62,7 +62,7 @@ def test_a_finished_trial_is_stored_whole_and_the_csv_row_matches(fresh):
     assert frame["state"].tolist() == ["COMPLETE", "WAITING"]  # the other baseline is still queued
     assert frame.iloc[1]["params_budget"] == 1.0  # a queued trial's params are in its row too
     row = frame.iloc[0]
-    assert list(row.index[:6]) == list(HEAD_COLUMNS) and list(row.index[-13:]) == list(TAIL_COLUMNS)
+    assert list(row.index[:6]) == list(HEAD_COLUMNS) and list(row.index[-len(TAIL_COLUMNS):]) == list(TAIL_COLUMNS)
     assert row["state"] == "COMPLETE" and bool(row["is_baseline"]) and row["budget"] == 0.5
     assert row["accuracy"] == 0.91 and row["train_seconds"] == 1.5 and row["error"] == ""
     recipe = json.loads(row["recipe_json"])
@@ -97,7 +97,7 @@ def test_a_trial_stopped_without_result_is_interrupted_and_queued_again(fresh):
 def test_an_invalid_combination_fails_without_training(fresh, monkeypatch):
     loop, study, space, _ = fresh
 
-    def bad(params):
+    def bad(params, seed_index=0):
         raise ConfigError("algorithms", "mixup and cutmix are forbidden together")
 
     monkeypatch.setattr(space, "recipe_for", bad)

@@ -10,7 +10,7 @@ import pytest
 def test_the_live_front_table_and_the_headline(make_space):
     from recipesearch.engine.progress import LogUI, front_headline, front_table, headline
 
-    space = make_space()
+    space = make_space(metric_split="test")  # a space may still select on test (the report warns)
     rows = [  # number, state, is_baseline, budget, algorithms, accuracy, train_seconds
         (0, "COMPLETE", True, 0.5, "", 0.80, 1.0), (1, "COMPLETE", True, 1.0, "", 0.90, 2.0),
         (2, "COMPLETE", False, 0.5, "label_smoothing", 0.90, 1.0),  # baseline's 2 s accuracy in 1 s
@@ -22,7 +22,7 @@ def test_the_live_front_table_and_the_headline(make_space):
     front = front_table(df, space)
     assert front["number"].tolist() == [2]  # trial 2 dominates both baselines
     assert front["speedup"].tolist() == [pytest.approx(2.0)]
-    assert headline(df, space).startswith("speedup at the longest baseline's accuracy 0.9000: 2.00x")
+    assert headline(df, space).startswith("not confirmed: no recipe was trained at two or more budgets")
     assert front_headline(front).startswith(
         "largest speedup at matched accuracy on the front: 2.00x at 0.9000 (1.00 s): trial 2")
     df.loc[2, "accuracy"] = 0.78  # baseline 0 dominates it: only baselines are left, no recipe to name
@@ -54,12 +54,37 @@ def test_the_live_table_selects_on_the_spaces_metric_and_prints_one_summary(make
     front = front_table(df, space)
     assert front["number"].tolist() == [2] and front["acc"].tolist() == [0.90]
     assert front["speedup"].tolist() == [pytest.approx(2.0)]
-    assert headline(df, space).startswith("speedup at the longest baseline's val_accuracy 0.9000: 2.00x")
+    assert headline(df, space).startswith("not confirmed")
 
     lines = []
     ui = LogUI(stream=type("S", (), {"write": lambda self, t: lines.append(t), "flush": lambda self: None})())
     ui.summary(df, space)
     text = "".join(lines)
-    assert "val acc" in text and "Pareto front (1 trials)" in text
+    assert "val acc" in text and "Pareto front (1 points, single runs: nothing confirmed yet)" in text
     assert text.count("largest speedup at matched accuracy on the front: 2.00x at 0.9000") == 1
     assert "trial 2, budget 0.5, label_smoothing" in text
+
+
+def test_the_headline_line_is_the_confirmed_curve_speedup_with_its_interval(make_space):
+    from recipesearch.engine.progress import LogUI, front_table, headline
+
+    space = make_space(metric_split="val")
+    rows = []
+    for key, base, curve in (("", True, {0.5: (2.0, 0.85), 1.0: (4.0, 0.90)}),
+                             ("mixup", False, {0.5: (1.0, 0.86), 1.0: (2.0, 0.905)})):
+        for budget, (secs, acc) in curve.items():
+            for noise in (-0.002, 0.0, 0.002):
+                rows.append({"number": len(rows), "state": "COMPLETE", "is_baseline": base, "budget": budget,
+                             "algorithms": key, "recipe_key": key or "baseline", "val_accuracy": acc + noise, "accuracy": acc - 0.02,
+                             "train_seconds": secs * (1 + noise), "cost": math.nan, "error": ""})
+    df = pd.DataFrame(rows)
+    text = headline(df, space)
+    assert text.startswith("confirmed: trial 6 (mixup) is 2.16x faster [95% CI ")
+    assert "than the baseline at val acc 0.9000" in text and text.endswith("test acc 0.8850 (held out)")
+    front = front_table(df, space)
+    assert (front["n_seeds"] == 3).all() and front["confirmed"].any()
+    lines = []
+    ui = LogUI(stream=type("S", (), {"write": lambda self, t: lines.append(t), "flush": lambda self: None})())
+    ui.summary(df, space)
+    out = "".join(lines)
+    assert "seed means" in out and "✓" in out and "confirmed: trial 6" in out

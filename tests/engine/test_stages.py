@@ -1,0 +1,166 @@
+"""The stages of a search (engine/loop.py, confirm.py, study.py): LR sweep, baseline seeds, proposals,
+confirmation; resumable; repeats hidden from the sampler. A table-lookup objective stands in for training."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import optuna
+import pytest
+
+from recipesearch.engine import study as st
+from recipesearch.engine.confirm import plan_confirmation, recipe_key
+from recipesearch.engine.executors import InProcess
+from recipesearch.engine.loop import SearchLoop
+from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.sampler_view import HideRepeats
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def fake_result(proposal) -> dict:
+    """Accuracy grows with log budget; label smoothing is a bit better and faster; the seed adds noise;
+    the LR is best at the base value x2."""
+    recipe = proposal.config["recipe"]
+    budget, seed = recipe["budget"], recipe["seed"]
+    ls = "label_smoothing" in recipe["algorithms"]
+    lr = recipe["optimizer"]["lr"]
+    acc = 0.80 + 0.05 * math.log2(budget * 4) + (0.02 if ls else 0.0) - 0.01 * abs(math.log2(lr / 0.1))
+    acc += 0.002 * ((seed * 7) % 3 - 1)
+    secs = 4.0 * budget * (0.8 if ls else 1.0) * (1 + 0.01 * (seed % 3))
+    return {"accuracy": acc - 0.03, "val_accuracy": acc, "train_seconds": secs, "loss": 0.1, "error": None}
+
+
+def open_loop(tmp_path, space, resuming=False, n_trials=None):
+    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = st.open_study(space, storage, make_sampler(space), resuming=resuming)
+    messages: list[str] = []
+    loop = SearchLoop(space, study, storage, n_trials or space.trials, on_message=messages.append)
+    loop.prepare(resuming)
+    return loop, study, messages
+
+
+def runs_of(study, stage=None):
+    return [t for t in study.get_trials() if stage is None or st.stage_of(t) == stage]
+
+
+def test_baseline_runs_every_budget_with_every_seed_first(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 3}, trials=9)
+    loop, study, _ = open_loop(tmp_path, space)
+    loop.run(InProcess(fake_result, concurrency=2))
+    trials = study.get_trials()
+    base = [t for t in trials if st.stage_of(t) == st.BASELINE]
+    assert [t.number for t in base] == list(range(6))  # before any proposal
+    assert Counter((t.params["budget"], t.user_attrs["seed"]) for t in base) == \
+        Counter({(b, space.seed + s): 1 for b in space.budgets for s in range(3)})
+    assert all(t.user_attrs["is_baseline"] for t in base)
+    assert [st.stage_of(t) for t in trials[6:]] == [st.SEARCH] * 3 and st.count_finished(trials) == 9
+
+
+def test_the_lr_sweep_runs_first_and_the_baseline_takes_its_best_lr(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 2, "tune_lr": True}, trials=8)
+    assert space.baseline_runs == 3 + 4
+    loop, study, messages = open_loop(tmp_path, space)
+    loop.run(InProcess(fake_result, concurrency=2))
+    trials = study.get_trials()
+    sweep = [t for t in trials if st.stage_of(t) == st.TUNE]
+    assert [t.number for t in sweep] == [0, 1, 2] and not any(t.user_attrs["is_baseline"] for t in sweep)
+    assert sorted(t.params["optimizer.lr"] for t in sweep) == [0.5, 1.0, 2.0]
+    base = [t for t in trials if st.stage_of(t) == st.BASELINE]
+    assert min(t.number for t in base) > 2  # queued only once the sweep finished
+    assert {t.params["optimizer.lr"] for t in base} == {2.0}  # fake_result: best at 2x
+    assert any("optimizer.lr x2" in m for m in messages)
+
+
+def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2, "seeds": 3},
+                       budgets=[0.25, 0.5, 1], trials=16)
+    loop, study, messages = open_loop(tmp_path, space)
+    loop.run(InProcess(fake_result, concurrency=2))
+    earlier = [t for t in study.get_trials() if st.stage_of(t) != st.CONFIRM]
+    confirm = runs_of(study, st.CONFIRM)
+    assert st.count_finished(earlier) == 16 and loop.plan is not None and loop.plan.candidates
+    assert len(confirm) == len(loop.plan.runs) and all(t.state.name == "COMPLETE" for t in confirm)
+    assert min(t.number for t in confirm) > max(t.number for t in earlier)  # after every proposal
+    for number in loop.plan.candidates:
+        proposal = study.trials[number]
+        mine = [t for t in confirm if t.user_attrs["of_trial"] == number]
+        assert {recipe_key(t.params) for t in mine} == {recipe_key(proposal.params)}
+        # with the proposal itself: every budget x every seed, exactly once
+        runs = Counter((t.params["budget"], st.seed_index(t)) for t in [*mine, proposal])
+        assert runs == Counter({(b, s): 1 for b in space.budgets for s in range(3)})
+        assert {t.user_attrs["seed"] for t in mine} <= {space.seed + s for s in range(3)}
+    # the compute share the plan allowed itself
+    assert loop.plan.estimated_share <= space.confirm.max_share + 1e-9
+    assert any(m.startswith("confirmation:") for m in messages)
+    assert loop.total() == 16 + len(confirm) and loop.remaining() == 0
+    # trials.csv: stage and of_trial columns
+    frame = st.trials_frame(study.get_trials(), space)
+    assert set(frame["stage"]) == {"baseline", "search", "confirm"}
+    assert frame.loc[frame["stage"] == "confirm", "of_trial"].notna().all()
+
+
+def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 5, "max_share": 0.1},
+                       budgets=[0.25, 0.5, 1], trials=16)
+    loop, study, _ = open_loop(tmp_path, space)
+    loop.run(InProcess(fake_result, concurrency=2))
+    plan = plan_confirmation(study.get_trials(), space)
+    assert plan.estimated_share <= 0.1 + 1e-9
+    assert len(plan.candidates) + len(plan.skipped) >= 1
+    off = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=16)
+    assert off.confirm.enabled is False and not plan_confirmation(study.get_trials(), off).runs
+
+
+def test_a_killed_driver_during_confirmation_resumes_without_losing_or_repeating_runs(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 2, "seeds": 2},
+                       budgets=[0.25, 0.5, 1], trials=12)
+    loop, study, _ = open_loop(tmp_path, space)
+
+    class KilledMidway(InProcess):
+        """Runs until two confirmation runs are done, then asks one more and dies (no tell)."""
+
+        def run(self, loop):
+            while True:
+                done = st.count_finished(loop.trials(), [st.CONFIRM])
+                proposal = loop.ask()
+                if not hasattr(proposal, "config"):
+                    return
+                if done >= 2 and proposal.attrs.get("stage") == st.CONFIRM:
+                    raise KeyboardInterrupt  # the driver is gone; the trial stays RUNNING
+                loop.tell(proposal, self.objective(proposal))
+
+    with pytest.raises(KeyboardInterrupt):
+        loop.run(KilledMidway(fake_result))
+    planned = {st.run_key(r.params, r.seed_index) for r in loop.plan.runs}
+    assert any(t.state.name == "RUNNING" for t in study.get_trials())
+    # resume: a new driver, a new loop over the same storage
+    loop2, study2, _ = open_loop(tmp_path, space, resuming=True)
+    loop2.run(InProcess(fake_result, concurrency=2))
+    assert {st.run_key(r.params, r.seed_index) for r in loop2.plan.runs} == planned  # the same plan
+    finished = [t for t in study2.get_trials() if st.is_finished(t)]
+    keys = Counter((st.stage_of(t), st.run_key(st.trial_params(t), st.seed_index(t))) for t in finished)
+    assert max(keys.values()) == 1  # nothing ran twice
+    assert {k for s, k in keys if s == st.CONFIRM} == planned  # nothing lost
+    assert st.count_finished(finished, [st.TUNE, st.BASELINE, st.SEARCH]) == 12
+
+
+def test_the_sampler_never_sees_repeats_or_confirmation_runs(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2}, budgets=[0.25, 0.5, 1],
+                       trials=14)
+    seen: list[set[int]] = []
+
+    class Recording(optuna.samplers.RandomSampler):
+        def sample_independent(self, study, trial, name, distribution):
+            seen.append({t.number for t in study.get_trials(deepcopy=False)})
+            return super().sample_independent(study, trial, name, distribution)
+
+    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = st.open_study(space, storage, Recording(seed=0), resuming=False)
+    assert isinstance(study.sampler, HideRepeats)
+    loop = SearchLoop(space, study, storage, space.trials)
+    loop.prepare(False)
+    loop.run(InProcess(fake_result))
+    hidden = {t.number for t in study.get_trials() if st.stage_of(t) == st.CONFIRM or st.seed_index(t) > 0}
+    assert hidden and seen and all(not (s & hidden) for s in seen)
+    assert all(0 in s for s in seen)  # the first baseline run is seen
