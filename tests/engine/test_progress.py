@@ -75,7 +75,8 @@ def test_the_headline_line_is_the_confirmed_curve_speedup_with_its_interval(make
         for budget, (secs, acc) in curve.items():
             for noise in (-0.002, 0.0, 0.002):
                 rows.append({"number": len(rows), "state": "COMPLETE", "is_baseline": base, "budget": budget,
-                             "algorithms": key, "recipe_key": key or "baseline", "val_accuracy": acc + noise, "accuracy": acc - 0.02,
+                             "algorithms": key, "recipe_key": key or "baseline",
+                             "val_accuracy": acc + noise, "accuracy": acc - 0.02,
                              "train_seconds": secs * (1 + noise), "cost": math.nan, "error": ""})
     df = pd.DataFrame(rows)
     text = headline(df, space)

@@ -12,8 +12,8 @@ from recipesearch.engine import study as st
 from recipesearch.engine.confirm import plan_confirmation, recipe_key
 from recipesearch.engine.executors import InProcess
 from recipesearch.engine.loop import SearchLoop
-from recipesearch.engine.samplers import make_sampler
 from recipesearch.engine.sampler_view import HideRepeats
+from recipesearch.engine.samplers import make_sampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
