@@ -116,3 +116,52 @@ def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, 
     _check_requeued(trials)
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta["end_time"] is None
+
+
+def _wait_for_stage(proc: subprocess.Popen, out: Path, stage: str, log: Path, timeout: float = 180) -> None:
+    """Until trials.csv shows a COMPLETE trial of ``stage``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the search ended before it could be interrupted:\n{log.read_text()}"
+        try:
+            df = pd.read_csv(out / "trials.csv")
+        except (FileNotFoundError, pd.errors.EmptyDataError, KeyError):
+            df = pd.DataFrame({"state": [], "stage": []})
+        if "stage" in df and ((df["state"] == "COMPLETE") & (df["stage"] == stage)).any():
+            return
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"no completed {stage} trial within {timeout} s:\n{log.read_text()}")
+
+
+def test_kill_9_during_confirmation_then_resume(tmp_path, write_space, ray_env, run_cli, load_run_study, ray_kit):
+    from recipesearch.engine import study as st
+
+    space = write_space(trials=8, metric_split="val", baseline={"seeds": 2},
+                        confirm={"top_k": 2, "seeds": 3, "max_share": 0.6})
+    out, log = tmp_path / "run", tmp_path / "first.log"
+    proc = _start(space, out, ray_env, log)
+    _wait_for_stage(proc, out, "confirm", log)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    ray_kit.kill_ray_processes(ray_env["RAY_TMPDIR"])
+    before = _completed(load_run_study(out))
+
+    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--quiet", "--no-report"], env=ray_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    trials = load_run_study(out).get_trials()
+    done_after = _completed(load_run_study(out))
+    assert {n: done_after.get(n) for n in before} == before  # nothing completed is lost or changed
+    finished = [t for t in trials if st.is_finished(t)]
+    runs = [(st.stage_of(t), st.run_key(st.trial_params(t), st.seed_index(t))) for t in finished]
+    assert len(runs) == len(set(runs))  # nothing ran twice
+    assert st.count_finished(finished, ["baseline", "search"]) == 8
+    confirm = [t for t in finished if st.stage_of(t) == "confirm"]
+    # every confirmed proposal has all budgets x 3 seeds, the proposal's own run included
+    for number in {t.user_attrs["of_trial"] for t in confirm}:
+        mine = [t for t in confirm if t.user_attrs["of_trial"] == number] + [trials[number]]
+        assert sorted((t.params["budget"], st.seed_index(t)) for t in mine) == \
+            sorted((b, s) for b in (0.5, 1.0) for s in range(3))
+    assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "finished" and meta["confirmation"]["runs"] >= len(confirm) > 0
