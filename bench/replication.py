@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,11 @@ def _recipe_of(f: Any, recipe_key: str) -> dict[str, Any]:
     return json.loads(rows.iloc[0]["recipe_json"])
 
 
-def replicate(run_dir: Path, seeds: int, concurrency: int = 2) -> dict[str, Any]:
-    """Retrain the run's confirmed claims and its baseline with fresh seeds; compare on test."""
+def replicate(run_dir: Path, seeds: int, concurrency: int = 2,
+              train: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """Retrain the run's confirmed claims and its baseline with fresh seeds; compare on test.
+
+    ``train(jobs) -> results`` runs the jobs (default: ``concurrency`` worker processes, ``_train`` each)."""
     from recipesearch.analysis import curve_speedup, speedups_at_matched_accuracy
     from recipesearch.analysis.frontier import BASELINE_KEY
 
@@ -106,8 +110,11 @@ def replicate(run_dir: Path, seeds: int, concurrency: int = 2) -> dict[str, Any]
                 jobs.append({"key": len(jobs), "claim_key": key, "budget": budget, "seed": fresh["seed"],
                              "recipe": fresh})
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=concurrency) as pool:
-        runs = pd.DataFrame(list(pool.map(_train, jobs)))
+    if train is None:
+        with ProcessPoolExecutor(max_workers=concurrency) as pool:
+            runs = pd.DataFrame(list(pool.map(_train, jobs)))
+    else:
+        runs = pd.DataFrame(train(jobs))
     wall = time.perf_counter() - start
     ok = runs[runs["error"].isna() & np.isfinite(runs["train_seconds"].astype(float))]
 
