@@ -9,7 +9,9 @@ Every problem is a one-line ``ConfigError`` (``space.yaml:12: hparams.optimizer.
 ``SearchSpace`` attributes: ``name: str``, ``base: Recipe`` (as written, budget as in the base file),
 ``budgets: list[float]``, ``objectives: list[str]`` (accuracy plus train_seconds and/or cost, in the order written),
 ``directions: list[str]`` ("maximize" for accuracy, "minimize" otherwise, same order), ``metric_split``
-("test" | "val": which accuracy is the objective), ``constraints: dict[str, float]`` (keys
+("val" by default | "test": which accuracy is the objective; with "val" a base recipe without a
+validation split gets ``data.val_fraction: 0.1``), ``baseline: BaselineSpec(seeds, tune_lr)``,
+``confirm: ConfirmSpec(enabled, top_k, seeds, max_share)`` (``confirm: false`` turns the stage off), ``constraints: dict[str, float]`` (keys
 ``accuracy_min``, ``train_seconds_max``, ``cost_max``), ``sampler: SamplerSpec(name, seed, options)``,
 ``trials`` (total, baselines included), ``concurrency``, ``resources: Resources(cpus: float, gpus: float)``,
 ``threads_per_trial: int``, ``seed: int``, ``price_per_hour: float | None``, ``path: Path | None``,
@@ -21,8 +23,10 @@ Methods:
   ``optuna.trial.FixedTrial(params)``); only ``trial.suggest_*`` is called. Returns the flat params dict.
 - ``recipe_for(params) -> Recipe``: the trial's recipe, validated (a bad combination is a ConfigError;
   unknown or missing parameter names are ConfigErrors too).
-- ``baseline_params(budget) -> dict``; ``baselines() -> list[dict]`` (one per budget, in budget order);
-  ``is_baseline(params) -> bool``.
+- ``baseline_params(budget, lr=None) -> dict``; ``baselines(lr=None) -> list[dict]`` (one per budget, in
+  budget order; ``lr``: the LR parameter the sweep chose); ``is_baseline(params) -> bool``;
+  ``lr_sweep() -> list[dict]`` (``baseline.tune_lr``); ``baseline_runs`` (sweep + budgets x seeds).
+- ``recipe_for(params, seed_index=0)``: a repeat of a recipe trains with seed ``space.seed + seed_index``.
 - ``complete(partial) -> dict``: run the define-by-run walk with ``partial`` fixed and the base/reference
   value everywhere else (what a FixedTrial would see); used by the sweep strategy.
 - ``algorithms_on(params) -> list[str]`` (sorted, always-on and base algorithms included).
