@@ -183,7 +183,18 @@ class Frontier:
 
     @property
     def baseline_points(self) -> pd.DataFrame:
-        return self.points[self.points["is_baseline"]].sort_values("budget").reset_index(drop=True)
+        if self.points.empty:
+            return self.points.copy()
+        return self.points[self.points["is_baseline"].astype(bool)].sort_values("budget").reset_index(drop=True)
+
+    def recipe_test_accuracy(self, number: int | None) -> float:
+        """Held-out test accuracy of trial ``number``'s recipe: the seed mean at the budget where its
+        metric is best (what is shown next to a headline chosen on validation); NaN when unknown."""
+        key = self.trials.loc[self.trials["number"] == number, "recipe_key"]
+        mine = self.points[self.points["recipe_key"] == key.iloc[0]] if len(key) and len(self.points) else self.points
+        if key.empty or mine.empty:
+            return float("nan")
+        return float(mine.sort_values(self.metric, ascending=False).iloc[0]["test_accuracy_mean"])
 
 
 RECIPE_COLUMNS = ("recipe_key", "number", "algorithms", "n_budgets", "n_seeds", "speedup", "speedup_ci_low",
@@ -442,11 +453,13 @@ def _with_verdict(h: Headline, recipes: pd.DataFrame, curve: TradeoffCurve, metr
     from dataclasses import replace
 
     best_curve = ""
+    repeated = recipes[recipes["n_seeds"] >= 2] if len(recipes) else recipes
     if len(recipes):
-        r = recipes.iloc[0]
-        best_curve = (f"trial {int(r['number'])}, {float(r['speedup']):.2f}x [95% CI {float(r['speedup_ci_low']):.2f}-"
-                      f"{float(r['speedup_ci_high']):.2f}]" if math.isfinite(float(r["speedup"]))
-                      else f"trial {int(r['number'])}, {r['speedup_status']}")
+        r = (repeated if len(repeated) else recipes).iloc[0]
+        interval = (f" [95% CI {float(r['speedup_ci_low']):.2f}-{float(r['speedup_ci_high']):.2f}]"
+                    if int(r["n_seeds"]) >= 2 else " (one seed)")
+        best_curve = (f"trial {int(r['number'])}, {float(r['speedup']):.2f}x{interval}"
+                      if math.isfinite(float(r["speedup"])) else f"trial {int(r['number'])}, {r['speedup_status']}")
     if h.confirmed and h.n_budgets >= 2:
         text = (f"confirmed: trial {h.number} ({h.algorithms or 'no algorithms'}) is {h.speedup:.2f}x faster "
                 f"[95% CI {h.speedup_ci_low:.2f}-{h.speedup_ci_high:.2f}] than the baseline at {_label(metric)} "
@@ -459,11 +472,12 @@ def _with_verdict(h: Headline, recipes: pd.DataFrame, curve: TradeoffCurve, metr
                 f"[95% CI {h.speedup_ci_low:.2f}-{h.speedup_ci_high:.2f}] than the baseline ({h.recipe_seconds:.2f} s "
                 f"vs {h.baseline_seconds:.2f} s, {h.n_seeds} seeds); at the baseline's best {best:.4f} no recipe "
                 f"curve is confirmed faster" + (f" (best: {best_curve})" if best_curve else ""))
-    elif len(recipes):
-        text = (f"nothing beat the baseline: no recipe is faster beyond seed noise ({len(recipes)} recipe "
-                f"curve(s); best: {best_curve})")
+    elif len(repeated):
+        text = (f"nothing beat the baseline: no recipe is faster beyond seed noise ({len(repeated)} recipe "
+                f"curve(s) with repeated seeds; best: {best_curve})")
     else:
-        text = "not confirmed: no recipe was trained at two or more budgets with repeated seeds"
+        text = "not confirmed: no recipe was trained at two or more budgets with repeated seeds" + (
+            f" (best single-seed curve: {best_curve})" if best_curve else "")
     return replace(h, verdict=text)
 
 

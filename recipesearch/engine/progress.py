@@ -81,17 +81,6 @@ def _held_out(test_acc: Any) -> str:
     return f", test acc {text} (held out)" if text else ""
 
 
-def _recipe_test_accuracy(f: Frontier, number: int) -> float:
-    """Held-out test accuracy of the recipe of trial ``number``: the seed mean at its best budget on the metric."""
-    key = f.trials.loc[f.trials["number"] == number, "recipe_key"]
-    if key.empty or f.points.empty:
-        return float("nan")
-    mine = f.points[f.points["recipe_key"] == key.iloc[0]]
-    if mine.empty:
-        return float("nan")
-    return float(mine.sort_values(f.metric, ascending=False).iloc[0]["test_accuracy_mean"])
-
-
 def _headline_text(f: Frontier) -> str | None:
     """The confirmed headline (``Headline.verdict``), or None while there is nothing to compare."""
     done = f.completed_trials
@@ -99,7 +88,7 @@ def _headline_text(f: Frontier) -> str | None:
         return None
     text = f.headline.verdict
     if f.headline.confirmed and _selects_on_val(f):
-        text += _held_out(_recipe_test_accuracy(f, int(f.headline.number)))
+        text += _held_out(f.recipe_test_accuracy(f.headline.number))
     return text
 
 

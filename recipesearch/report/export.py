@@ -1,5 +1,10 @@
 """Files a user takes away from a run: ``pareto.csv`` and one replayable ``recipes/<id>.yaml`` per frontier point.
 
+A frontier point is a recipe at one budget measured over its seeds (``analysis.frontier``): pareto.csv
+gives the seed means with their 95 % intervals, and each recipe file's comments say the same (mean +/- CI
+half-width, seeds, held-out test mean, the recipe curve's speedup with its interval and whether it is
+confirmed).
+
 Recipe files are full recipes (validated with ``recipe_from_dict``, written with ``dump_recipe``) whose
 leading comments record where they came from, so ``recipesearch train recipes/<id>.yaml`` replays one
 as is. ``export_recipes`` backs ``recipesearch export RUN_DIR --to DIR``.
@@ -15,16 +20,24 @@ from recipesearch.errors import UserError
 from recipesearch.report.info import RECIPE_MARKER, FrontRecipe, ReportInfo
 from recipesearch.rundir import write_atomic
 
-# Leading columns of pareto.csv; the sampled parameters (params_*) follow.
+# Leading columns of pareto.csv; the sampled parameters (params_*) follow. One row per frontier point: a
+# recipe at one budget, its first run's number, recipe and measurements with accuracy, val_accuracy,
+# train_seconds and cost replaced by the means over its seeds. accuracy_mean / _ci_* are of the metric the
+# search selected on (val_accuracy or test accuracy), test_accuracy_mean is always test (held out);
+# speedup_ci_* / confirmed: the point's bootstrap interval against the baseline curve; curve_*: its recipe's
+# tradeoff curve against the baseline's (empty when the recipe was trained at one budget).
 PARETO_COLUMNS = [
     "number", "accuracy", "train_seconds", "cost", "budget", "algorithms", "speedup", "speedup_status",
     "baseline_seconds", "accuracy_gain", "is_baseline", "recipe_id", "recipe_file", "epochs",
     "throughput", "data_wait_fraction", "val_accuracy", "seed",
+    "n_seeds", "accuracy_mean", "accuracy_ci_low", "accuracy_ci_high", "test_accuracy_mean",
+    "train_seconds_mean", "train_seconds_ci_low", "train_seconds_ci_high", "speedup_ci_low", "speedup_ci_high",
+    "confirmed", "curve_budgets", "curve_speedup", "curve_ci_low", "curve_ci_high", "curve_confirmed",
 ]  # fmt: skip
 
 
 def pareto_frame(info: ReportInfo) -> pd.DataFrame:
-    """The frontier rows (fastest first) with the columns of pareto.csv."""
+    """The frontier points (fastest first) with the columns of pareto.csv."""
     cols = PARETO_COLUMNS + list(info.param_columns)
     return info.front.reindex(columns=cols)
 

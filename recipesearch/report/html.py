@@ -15,7 +15,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from recipesearch.report.info import ReportInfo, algorithms_label
+from recipesearch.report.info import ReportInfo, algorithms_label, evidence
 from recipesearch.report.plots import PLOTS, Plot
 
 _TAG = re.compile(r"<[^>]*>")
@@ -100,6 +100,46 @@ def speedup_text(x: Any, status: str) -> str:
     return f"≤{float(x):.2f}×" if status == "below_baseline" else f"{float(x):.2f}×"
 
 
+def ci_text(low: Any, high: Any, seeds: Any = 2, label: bool = True) -> str:
+    """' [95% CI 1.90–2.09]' (' [1.90–2.09]' under a heading that says it) after a speedup; '' without a
+    finite interval or with fewer than two seeds (one run bootstrapped measures no noise: a point)."""
+    if not (_finite(low) and _finite(high)) or (_finite(seeds) and float(seeds) < 2):
+        return ""
+    return f" [{'95% CI ' if label else ''}{float(low):.2f}–{float(high):.2f}]"
+
+
+def confirmed_text(row: dict[str, Any]) -> str:
+    """The regime table's short verdict on a frontier point: what is confirmed, with its interval."""
+    if row.get("is_baseline"):
+        return "baseline"
+    if row.get("curve_confirmed"):
+        return f"✓ curve {float(row['curve_speedup']):.2f}×" + ci_text(row["curve_ci_low"], row["curve_ci_high"],
+                                                                        label=False)
+    if row.get("confirmed"):
+        return f"✓ {float(row['speedup']):.2f}×" + ci_text(row["speedup_ci_low"], row["speedup_ci_high"], label=False)
+    n = row.get("n_seeds")
+    return f"no ({int(n)} seeds)" if _finite(n) and float(n) >= 2 else "no (single run)"
+
+
+def plus_minus(row: dict[str, Any], col: str, low: str, high: str, fmt) -> str:
+    """'95.00% ± 0.50' style: the mean formatted by ``fmt`` and the 95 % CI half-width, for repeated points."""
+    text = fmt(row.get(col))
+    lo, hi, n = row.get(low), row.get(high), row.get("n_seeds")
+    if _finite(lo) and _finite(hi) and _finite(n) and float(n) >= 2:
+        half = (float(hi) - float(lo)) / 2
+        text += " ± " + (f"{100 * half:.2f}" if fmt is pct else fmt(half))
+    return text
+
+
+def headline_title(h) -> str:
+    """The headline in a few words: the confirmed speedup, or plainly that nothing beat the baseline."""
+    if h.confirmed:
+        return f"{h.speedup:.2f}× faster than the baseline{ci_text(h.speedup_ci_low, h.speedup_ci_high)}"
+    if h.verdict.startswith("nothing beat the baseline"):
+        return "Nothing beat the baseline"
+    return "Not confirmed yet"
+
+
 def gain_text(x: Any, status: str) -> str:
     """Accuracy gain at matched time: '≥' marks a lower bound (faster than any baseline run), '≤' an upper."""
     if not _finite(x) or status in ("no_baseline", "invalid", ""):
@@ -115,6 +155,39 @@ def sort_value(x: Any) -> str:
     if isinstance(x, (int, float)):
         return repr(float(x)) if _finite(x) else ""
     return str(x)
+
+
+def accuracy_columns(info: ReportInfo) -> list[tuple[str, str]]:
+    """(column, heading) of the accuracies each table shows: the one selected on, then test as held out."""
+    if info.selection.on_val:
+        return [(info.metric, "Val acc"), ("accuracy", "Test acc (held out)")]
+    return [("accuracy", "Test acc")]
+
+
+def _held_out(info: ReportInfo):
+    """``held_out(number)``: ' (test acc 94.20%, held out)' after a selected-on accuracy; '' on a test run.
+
+    A frontier row's test accuracy (a seed mean there) wins over the single run's of the same number.
+    """
+    test = {}
+    for rows in (info.trials, info.front):
+        if len(rows) and "accuracy" in rows:
+            test.update(zip(rows["number"], rows["accuracy"], strict=True))
+
+    def held_out(number: Any) -> str:
+        if not info.selection.on_val or number is None:
+            return ""
+        return f" (test acc {pct(test.get(number))}, held out)"
+
+    return held_out
+
+
+def _baseline_best(info: ReportInfo) -> dict[str, Any] | None:
+    """The baseline's most accurate point (seed mean, on the metric selected on), or None without one."""
+    base = info.baseline_points
+    if base.empty or not base[info.metric].notna().any():
+        return None
+    return base.loc[base[info.metric].idxmax()].to_dict()
 
 
 def _rows(df) -> list[dict[str, Any]]:
@@ -153,13 +226,24 @@ def render_html(info: ReportInfo, plots: dict[str, Plot]) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=pct, pp=pp, secs=secs, num=num, sv=sort_value, algos=algorithms_label)
-    env.globals.update(speedup_text=speedup_text, gain_text=gain_text)
+    env.globals.update(speedup_text=speedup_text, gain_text=gain_text, held_out=_held_out(info), ci_text=ci_text,
+                       plus_minus=plus_minus, pct=pct, secs=secs, evidence=evidence,
+                       confirmed_text=confirmed_text)
     template = env.from_string(_template_text("report.html.j2"))
     front = _rows(info.front)
     recipes = {r.number: r for r in info.recipes}
     return template.render(
         info=info,
         h=info.headline,
+        headline_title=headline_title(info.headline),
+        # held-out test accuracy of the confirmed recipe (its best budget on the metric), on a validation run
+        headline_test=info.recipe_test_accuracy(info.headline.number)
+        if info.headline.confirmed and info.selection.on_val else float("nan"),
+        baseline_best=_baseline_best(info),
+        curves=_rows(info.recipe_curves),
+        sel=info.selection,
+        acc_cols=accuracy_columns(info),
+        notes=[w for w in info.warnings if w != info.selection.text],  # the header already says it
         version=__version__,
         css=Markup(_template_text("report.css")),
         script=Markup(script),

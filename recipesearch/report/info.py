@@ -7,7 +7,16 @@ read it, so every number is computed (and tested) in one place without drawing a
 Definitions (completed, frontier, baseline curve, speedup at matched accuracy, headline) are
 ``recipesearch.analysis.frontier``'s, shared with the live search display and the benchmarks; they are
 taken on the metric the search selected on (run.json's ``metric_split``), so on ``val_accuracy`` for a
-search that selected on validation, while the ``accuracy`` columns show test accuracy.
+search that selected on validation, while the ``accuracy`` columns show test accuracy. Regime picks,
+algorithm effects, interactions and the curves across budgets are on that metric too: everything that
+chooses or ranks. Test accuracy is carried next to it as the held-out figure, never used to choose
+(``Selection`` says which split chose, and the report's header says it to the reader).
+
+Frontier rows are the frontier's *points*: a recipe at one budget, its seed means with 95 % intervals
+(``n_seeds``, ``accuracy_ci_*``, ``train_seconds_ci_*``, a bootstrap ``speedup_ci_*`` and ``confirmed``),
+named by their first run. Each also carries its recipe's tradeoff curve against the baseline's
+(``CURVE_COLUMNS``, from ``Frontier.recipes``), so the tables, recipe files and regime picks can say whether
+what they show is confirmed (``evidence``).
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import pandas as pd
 import yaml
 
 from recipesearch.analysis import (
+    Frontier,
     Headline,
     Objectives,
     TradeoffCurve,
@@ -37,7 +47,7 @@ from recipesearch.analysis import (
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, normalise_trials
 
-ACC, TIME, COST = "accuracy", "train_seconds", "cost"
+ACC, VAL_ACC, TIME, COST = "accuracy", "val_accuracy", "train_seconds", "cost"
 RECIPE_MARKER = "recipesearch frontier recipe"  # first comment line of every exported recipe
 MAX_CURVE_GROUPS = 5  # recipes drawn in the accuracy-vs-time-across-budgets plot
 
@@ -63,6 +73,35 @@ class FrontRecipe:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Which split the search chose on; the report's header states it, and warns when it was test."""
+
+    metric: str  # the column selected on: "val_accuracy" or "accuracy" (test)
+    val_fraction: float | None = None  # share of train held out for validation (the trials' data.val_fraction)
+
+    @property
+    def on_val(self) -> bool:
+        return self.metric == VAL_ACC
+
+    @property
+    def label(self) -> str:
+        """Column heading of the metric selected on."""
+        return "val accuracy" if self.on_val else "test accuracy"
+
+    @property
+    def text(self) -> str:
+        if not self.on_val:  # test accuracies picked as maxima of noisy numbers are biased upwards
+            return "this run selected on the test split: its test accuracies are optimistic; use metric_split: val"
+        held = f"{_percent(self.val_fraction)} of train held out" if self.val_fraction else "held out of train"
+        return f"selected on validation ({held}); test accuracy is reported, never used to choose"
+
+
+def _percent(fraction: float) -> str:
+    """0.15 -> '15 %', 0.015 -> '1.5 %'."""
+    return f"{100 * fraction:.3g} %"
+
+
 @dataclass(frozen=True, eq=False)
 class ReportInfo:
     run_dir: str | None
@@ -71,29 +110,43 @@ class ReportInfo:
     space_text: str
     objectives: tuple[str, ...]
     directions: tuple[str, ...]
+    selection: Selection  # the metric everything chooses on (objectives[0]) and how to describe it
     param_columns: tuple[str, ...]
     trials: pd.DataFrame  # every trial by number; + completed, on_front, on_budget_front, speedup columns
     completed: pd.DataFrame
     failed: pd.DataFrame  # number, state, budget, algorithms, error
-    front: pd.DataFrame  # frontier by train_seconds; + speedup, baseline_seconds, speedup_status, gains
+    # Frontier points (seed means over each recipe's runs at one budget) by train_seconds: the representative
+    # run's columns with seed means, n_seeds, CIs, speedup (+ CI, confirmed), recipe_file, and the point's
+    # recipe curve (CURVE_COLUMNS: NaN / False when its recipe was trained at one budget only).
+    front: pd.DataFrame
     budgets: tuple[float, ...]  # distinct budgets of the completed trials
-    baseline: pd.DataFrame  # completed baseline trials by train_seconds
-    baseline_curve: TradeoffCurve  # its envelope (what speedups are measured against)
+    baseline: pd.DataFrame  # completed baseline trials (every seed) by train_seconds
+    baseline_curve: TradeoffCurve  # envelope of the baseline points' means (what speedups are measured against)
+    points: pd.DataFrame  # every (recipe, budget) point: seed means with 95 % CIs (Frontier.points)
+    baseline_points: pd.DataFrame  # the baseline's points by budget: seed means with 95 % CIs
+    recipe_curves: pd.DataFrame  # recipes trained at >= 2 budgets vs the baseline (Frontier.recipes), confirmed first
+    confirmed_front: bool  # the front is made of repeated (confirmed) points; False: single runs
     reference: tuple[float, ...]  # hypervolume reference point, in the objectives' units
     hypervolume: float
     hv_history: pd.DataFrame  # number, cumulative_seconds, hypervolume (one row per trial)
     headline: Headline
-    regimes: pd.DataFrame  # band, label, number, budget, accuracy, train_seconds, algorithms, speedup...
-    effects: pd.DataFrame  # recipesearch.analysis.algorithm_effects
-    interactions: pd.DataFrame  # recipesearch.analysis.pairwise_interactions
-    budget_curves: pd.DataFrame  # group, label, budget, accuracy, train_seconds, n: leading recipes
+    regimes: pd.DataFrame  # band, label, number, budget, metric, accuracy, train_seconds, algorithms, speedup...
+    effects: pd.DataFrame  # recipesearch.analysis.algorithm_effects, on the metric
+    interactions: pd.DataFrame  # recipesearch.analysis.pairwise_interactions, on the metric
+    budget_curves: pd.DataFrame  # group, label, budget, metric, accuracy, train_seconds, n: leading recipes
     recipes: tuple[FrontRecipe, ...]  # one per frontier row, same order
     run_meta: dict[str, Any]
     hardware: dict[str, Any]
     versions: dict[str, Any]
     run_status: str  # "running", "finished", or run.json's status ("interrupted", "failed")
     warnings: tuple[str, ...]
+    frontier: Frontier | None = None  # what all of the above was read from
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+
+    @property
+    def metric(self) -> str:
+        """The accuracy column selected on ("val_accuracy" or "accuracy"); ``accuracy`` is always test."""
+        return self.selection.metric
 
     @property
     def in_progress(self) -> bool:
@@ -109,6 +162,10 @@ class ReportInfo:
 
     def recipe_for(self, number: int) -> FrontRecipe | None:
         return next((r for r in self.recipes if r.number == number), None)
+
+    def recipe_test_accuracy(self, number: int | None) -> float:
+        """Held-out test accuracy of trial ``number``'s recipe (``Frontier.recipe_test_accuracy``)."""
+        return self.frontier.recipe_test_accuracy(number) if self.frontier is not None else float("nan")
 
 
 # 1) reading -------------------------------------------------------------------------------------
@@ -165,12 +222,14 @@ def _group_key(row: pd.Series, param_cols: list[str]) -> str:
     return json.dumps([row["algorithms"], params], sort_keys=True, default=str)
 
 
-def _budget_curves(completed: pd.DataFrame, param_cols: list[str]) -> pd.DataFrame:
-    """Mean accuracy and time per budget of the leading recipes tried at >= 2 budgets.
+def _budget_curves(completed: pd.DataFrame, param_cols: list[str], metric: str = ACC) -> pd.DataFrame:
+    """Mean metric, test accuracy and time per budget of the leading recipes tried at >= 2 budgets.
 
-    Recipes are ranked by (has a frontier point, best accuracy); the baseline is drawn separately.
+    Recipes are ranked by (has a frontier point, best metric): ranking chooses what is drawn, so it is on
+    the metric selected on, never on test. The baseline is drawn separately.
     """
-    columns = ["group", "label", "budget", ACC, TIME, "n", "on_front"]
+    accs = list(dict.fromkeys([metric, ACC]))  # the metric, then test accuracy when they differ
+    columns = ["group", "label", "budget", *accs, TIME, "n", "on_front"]
     cand = completed[~completed["is_baseline"] & completed["budget"].notna()]
     if cand.empty:
         return pd.DataFrame(columns=columns)
@@ -179,7 +238,7 @@ def _budget_curves(completed: pd.DataFrame, param_cols: list[str]) -> pd.DataFra
     ranked = []
     for key, g in cand.groupby(keys, sort=False):
         if g["budget"].nunique() >= 2:
-            ranked.append((bool(g["on_front"].any()), float(g[ACC].max()), -int(g["number"].min()), key, g))
+            ranked.append((bool(g["on_front"].any()), float(g[metric].max()), -int(g["number"].min()), key, g))
     ranked.sort(key=lambda x: x[:3], reverse=True)
     rows = []
     for rank, (_, _, _, _, g) in enumerate(ranked[:MAX_CURVE_GROUPS]):
@@ -190,8 +249,8 @@ def _budget_curves(completed: pd.DataFrame, param_cols: list[str]) -> pd.DataFra
             label += " (" + ", ".join(f"{c.removeprefix('params_').split('.')[-1]}={_fmt_param(first[c])}"
                                       for c in varied) + ")"
         for budget, b in g.groupby("budget"):
-            rows.append([rank, label, float(budget), float(b[ACC].mean()), float(b[TIME].mean()), len(b),
-                         bool(b["on_front"].any())])
+            rows.append([rank, label, float(budget), *(float(b[c].mean()) for c in accs), float(b[TIME].mean()),
+                         len(b), bool(b["on_front"].any())])
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -207,10 +266,133 @@ _SPEEDUP_NOTE = {  # how the speedup line of a recipe's header reads, by status
 }
 
 
+def _finite(x: Any) -> bool:
+    try:
+        return x is not None and bool(np.isfinite(float(x)))
+    except (TypeError, ValueError):
+        return False
+
+
+def _seeds(row: pd.Series) -> int:
+    """Seeds behind a frontier point (1 for a table without seed statistics)."""
+    n = row.get("n_seeds")
+    return int(n) if _finite(n) else 1
+
+
+def _plus_minus(row: pd.Series, col: str, low: str, high: str, spec: str) -> str:
+    """'0.9500 +/- 0.0050' (mean and 95 % CI half-width) for a repeated point, '0.9500' for a single run.
+
+    ASCII on purpose: recipe files are read back with the platform's default encoding."""
+    text = _fmt(row.get(col, np.nan), spec)
+    lo, hi = row.get(low, np.nan), row.get(high, np.nan)
+    if _seeds(row) >= 2 and _finite(lo) and _finite(hi):
+        text += f" +/- {format((float(hi) - float(lo)) / 2, spec)}"
+    return text
+
+
+def _measured(row: pd.Series, selection: Selection) -> str:
+    """The accuracies of a recipe's provenance comment: the one selected on (mean +/- CI), then test as held out."""
+    selected = _plus_minus(row, selection.metric, "accuracy_ci_low", "accuracy_ci_high", ".4f")
+    if not selection.on_val:
+        return f"accuracy {selected} (test split, also selected on)"
+    return f"val_accuracy {selected} (selected on), test accuracy {_fmt(row[ACC], '.4f')} (held out)"
+
+
+def _interval(low: Any, high: Any, spec: str = ".2f") -> str:
+    """' [95% CI 1.90-2.09]', or '' without a finite interval."""
+    return f" [95% CI {format(float(low), spec)}-{format(float(high), spec)}]" if _finite(low) and _finite(high) else ""
+
+
+def _measured_line(row: pd.Series, selection: Selection) -> str:
+    n = _seeds(row)
+    over = (f"over {n} seeds (mean +/- 95% CI half-width)" if n >= 2
+            else "on a single run (one seed: no interval)")
+    return (f"measured at budget {_fmt(row['budget'], 'g')} {over}: {_measured(row, selection)}, train_seconds "
+            f"{_plus_minus(row, TIME, 'train_seconds_ci_low', 'train_seconds_ci_high', '.2f')}; "
+            f"algorithms: {row['algorithms'] or 'none'}")
+
+
+def _point_speedup_line(row: pd.Series) -> str:
+    if bool(row.get("is_baseline", False)):
+        return "speedup at matched accuracy vs the baseline: n/a (this is the baseline recipe)"
+    speed = _SPEEDUP_NOTE.get(str(row["speedup_status"]), "{}x ({})").format(
+        _fmt(row["speedup"], ".2f"), str(row["speedup_status"]).replace("_", " "))
+    if str(row["speedup_status"]) == "interpolated":
+        if _seeds(row) < 2:  # one run: a bootstrap over it measures no noise, so no interval is stated
+            speed += " (one seed: not confirmed)"
+        elif bool(row.get("confirmed", False)):
+            speed += _interval(row.get("speedup_ci_low"), row.get("speedup_ci_high")) + \
+                ", confirmed faster (interval above 1)"
+        else:
+            speed += _interval(row.get("speedup_ci_low"), row.get("speedup_ci_high")) + " (not confirmed)"
+    return f"speedup at matched accuracy vs the baseline at this point: {speed}"
+
+
+def _curve_line(row: pd.Series, selection: Selection) -> str:
+    """The recipe's tradeoff curve against the baseline's (CURVE_COLUMNS of the frontier row)."""
+    if bool(row.get("is_baseline", False)):
+        return "the baseline's tradeoff curve is what every speedup is measured against"
+    budgets = row.get("curve_budgets", np.nan)
+    if not _finite(budgets):
+        return "recipe curve: none (this recipe was trained at one budget only)"
+    status, seeds = str(row.get("curve_status", "")), _curve_seeds(row)
+    speed = (f"{_fmt(row['curve_speedup'], '.2f')}x" if _finite(row.get("curve_speedup"))
+             else f"n/a ({status.replace('_', ' ') or 'no speedup'})")
+    if seeds >= 2 and _finite(row.get("curve_speedup")):
+        speed += _interval(row["curve_ci_low"], row["curve_ci_high"])
+    verdict = ("confirmed faster (interval above 1)" if bool(row.get("curve_confirmed", False)) else
+               "not confirmed (one seed per budget)" if seeds < 2 else "not confirmed")
+    label = "val acc" if selection.on_val else "test acc"
+    return (f"recipe curve over {int(budgets)} budgets vs the baseline's: {speed} at {label} "
+            f"{_fmt(row.get('curve_target', np.nan), '.4f')}, {seeds}+ seeds per budget; {verdict}")
+
+
+def _curve_seeds(row: pd.Series) -> int:
+    n = row.get("curve_seeds")
+    return int(n) if _finite(n) else 0
+
+
+# Columns of a frontier row describing its recipe's curve (from Frontier.recipes, joined on recipe_key).
+CURVE_COLUMNS = {"n_budgets": "curve_budgets", "n_seeds": "curve_seeds", "speedup": "curve_speedup",
+                 "speedup_ci_low": "curve_ci_low", "speedup_ci_high": "curve_ci_high",
+                 "speedup_status": "curve_status", "target_accuracy": "curve_target",
+                 "confirmed": "curve_confirmed"}  # fmt: skip
+
+
+def _with_curves(front: pd.DataFrame, recipes: pd.DataFrame) -> pd.DataFrame:
+    """The frontier rows with their recipe's curve (CURVE_COLUMNS): NaN / '' / False without one."""
+    out = front.copy()
+    curves = recipes.set_index("recipe_key")[list(CURVE_COLUMNS)].rename(columns=CURVE_COLUMNS) \
+        if len(recipes) and "recipe_key" in front else None
+    for col in CURVE_COLUMNS.values():
+        if curves is not None:
+            out[col] = out["recipe_key"].map(curves[col])
+        else:
+            out[col] = np.nan
+    out["curve_status"] = out["curve_status"].map(lambda v: v if isinstance(v, str) else "")
+    out["curve_confirmed"] = out["curve_confirmed"].map(lambda v: bool(v) if isinstance(v, (bool, np.bool_)) else False)
+    return out
+
+
+def evidence(row: pd.Series | dict[str, Any]) -> str:
+    """How far a frontier point's claim is confirmed, in a few words (regime table, recipe cards)."""
+    row = pd.Series(row) if isinstance(row, dict) else row
+    n = _seeds(row)
+    if bool(row.get("is_baseline", False)):
+        return f"baseline, {n} seed{'s' if n != 1 else ''}"
+    if bool(row.get("curve_confirmed", False)):
+        return (f"confirmed: curve {_fmt(row['curve_speedup'], '.2f')}x"
+                f"{_interval(row['curve_ci_low'], row['curve_ci_high'])} over {int(row['curve_budgets'])} budgets")
+    if bool(row.get("confirmed", False)):
+        ci = _interval(row["speedup_ci_low"], row["speedup_ci_high"])
+        return f"confirmed at this budget: {_fmt(row['speedup'], '.2f')}x{ci}"
+    return f"not confirmed ({n} seeds)" if n >= 2 else "not confirmed (single run)"
+
+
 def _front_recipes(
-    front: pd.DataFrame, space_name: str, space_hash: str, run_dir: str | None
+    front: pd.DataFrame, space_name: str, space_hash: str, run_dir: str | None, selection: Selection
 ) -> tuple[FrontRecipe, ...]:
-    """Validate each frontier trial's recipe_json and render its YAML with provenance comments."""
+    """Validate each frontier point's recipe_json (its first run's) and render its YAML with provenance."""
     from recipesearch import __version__
     from recipesearch.recipe import dump_recipe, recipe_from_dict
 
@@ -226,14 +408,12 @@ def _front_recipes(
             out.append(FrontRecipe(number, row["recipe_id"] or None, None, None, f"recipe not replayable: {exc}"))
             continue
         rid = recipe.id()
-        speed = _SPEEDUP_NOTE.get(str(row["speedup_status"]), "{}x ({})").format(
-            _fmt(row["speedup"], ".2f"), str(row["speedup_status"]).replace("_", " "))
         header = "\n".join([
             f"{RECIPE_MARKER} {rid}",
             f"trial {number} of search space '{space_name}' (space hash {space_hash})",
-            f"measured: accuracy {_fmt(row[ACC], '.4f')}, train_seconds {_fmt(row[TIME], '.2f')}, "
-            f"budget {_fmt(row['budget'], 'g')}, algorithms: {row['algorithms'] or 'none'}",
-            f"speedup at matched accuracy vs the baseline: {speed}",
+            _measured_line(row, selection),
+            _point_speedup_line(row),
+            _curve_line(row, selection),
             f"run: {run_dir or 'unknown'}",
             f"written by recipesearch {__version__}; replay with: recipesearch train {rid}.yaml",
         ])  # fmt: skip
@@ -251,6 +431,39 @@ def _run_status(trials: pd.DataFrame, meta: dict[str, Any]) -> str:
     if meta.get("start_time") and not any(meta.get(k) for k in _END_KEYS):
         return "running"
     return "finished"
+
+
+def _val_fraction(trials: pd.DataFrame) -> float | None:
+    """The share of train held out for validation, read from the trained recipes (data.val_fraction).
+
+    The trials' recipe_json is what was actually trained, whatever default filled it in; space.yaml may
+    name its base by a path relative to where it was written. The most common positive value wins.
+    """
+    values = []
+    for text in trials.get("recipe_json", pd.Series(dtype=object)):
+        try:
+            data = json.loads(text) if isinstance(text, str) and text else None
+        except json.JSONDecodeError:
+            continue
+        fraction = data.get("data", {}).get("val_fraction") if isinstance(data, dict) else None
+        if isinstance(fraction, (int, float)) and fraction > 0:
+            values.append(float(fraction))
+    return max(set(values), key=values.count) if values else None
+
+
+def _regimes(front: pd.DataFrame, budgets: tuple[float, ...], metric: str) -> pd.DataFrame:
+    """Regime recipes picked on the metric from the frontier (confirmed points once confirmation ran), with
+    the frontier's test accuracy, seeds, speedup, recipe and ``evidence`` (whether the claim is confirmed)."""
+    shown = ["algorithms", "is_baseline", "speedup", "speedup_status", "speedup_ci_low", "speedup_ci_high",
+             "confirmed", "recipe_id", "n_seeds", *CURVE_COLUMNS.values(), "evidence", "regime_confirmed"]
+    if metric != ACC:
+        shown.insert(0, ACC)  # test accuracy: shown next to the metric, never used to pick
+    if not (len(front) and front["budget"].notna().any()):
+        return pd.DataFrame(columns=["band", "label", "number", "budget", metric, TIME, *shown])
+    front = front.assign(evidence=[evidence(r) for _, r in front.iterrows()],
+                         regime_confirmed=front["confirmed"].astype(bool) | front["curve_confirmed"].astype(bool))
+    regimes = regime_recipes(front[front["budget"].notna()], all_budgets=list(budgets), metric=metric)
+    return regimes.join(front.set_index("number")[shown], on="number")
 
 
 def _meta_dicts(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -278,7 +491,8 @@ def build_info(
     # 1)-3) completed trials, objectives, fronts, baseline curve and speedups: one frontier
     f = frontier(trials, Objectives.from_run_meta(run_meta))
     trials, done, objectives, directions = f.trials, f.completed, f.objectives, f.directions
-    completed, baseline, curve, front = trials[done], f.baseline, f.baseline_curve, f.front.copy()
+    completed, baseline, curve = trials[done], f.baseline, f.baseline_curve
+    front = _with_curves(f.front, f.recipes)
     warnings = list(f.warnings)
     points = completed[list(objectives)].to_numpy(dtype=float)
 
@@ -292,21 +506,17 @@ def build_info(
                                "hypervolume": hv_curve.hypervolume})
 
     # 5) headline, regimes, effects, curves across budgets
+    # (all on the metric selected on: each of them chooses or ranks)
     headline = f.headline
+    selection = Selection(f.metric, _val_fraction(trials))
     budgets = tuple(sorted(float(b) for b in completed["budget"].dropna().unique()))
-    if len(front) and front["budget"].notna().any():
-        regimes = regime_recipes(front[front["budget"].notna()], all_budgets=list(budgets))
-        extra = front.set_index("number")[["algorithms", "is_baseline", "speedup", "speedup_status", "recipe_id"]]
-        regimes = regimes.join(extra, on="number")
-    else:
-        regimes = pd.DataFrame(columns=["band", "label", "number", "budget", ACC, TIME, "algorithms", "is_baseline",
-                                        "speedup", "speedup_status", "recipe_id"])
-    effects = algorithm_effects(trials, front_mask=trials["on_front"])
-    interactions = pairwise_interactions(trials)
-    curves = _budget_curves(completed, param_cols)
+    regimes = _regimes(front, budgets, f.metric)
+    effects = algorithm_effects(trials, front_mask=trials["on_front"], metric=f.metric)
+    interactions = pairwise_interactions(trials, metric=f.metric)
+    curves = _budget_curves(completed, param_cols, f.metric)
 
     # 6) replayable recipes of the frontier
-    recipes = _front_recipes(front, space_name, space_hash, run_dir)
+    recipes = _front_recipes(front, space_name, space_hash, run_dir, selection)
     front["recipe_file"] = [r.filename or "" for r in recipes]
     front["recipe_id"] = [r.recipe_id or row for r, row in zip(recipes, front["recipe_id"], strict=True)]
     warnings += [f"trial {r.number}: {r.error}" for r in recipes if r.error]
@@ -315,15 +525,16 @@ def build_info(
     failed.loc[failed["state"].eq("COMPLETE") & failed["error"].eq(""), "error"] = \
         f"completed without a finite {f.metric} and positive train_seconds"
     hardware, versions = _meta_dicts(run_meta)
-    if f.metric != ACC:
-        warnings.append(f"the search selected on {f.metric}: the frontier, speedups and headline use it; "
-                        "the accuracy columns show test accuracy")
+    # The header shows it; as a note too, so `recipesearch report` prints it with the other notes.
+    warnings.insert(0, selection.text)
     return ReportInfo(
         run_dir=run_dir, space_name=space_name, space_hash=space_hash, space_text=space_text,
-        objectives=objectives, directions=directions, param_columns=tuple(param_cols),
+        objectives=objectives, directions=directions, selection=selection, param_columns=tuple(param_cols),
         trials=trials, completed=completed.reset_index(drop=True),
         failed=failed[["number", "state", "budget", "algorithms", "error"]].reset_index(drop=True),
-        front=front, budgets=budgets, baseline=baseline, baseline_curve=curve,
+        front=front, budgets=budgets, baseline=baseline, baseline_curve=curve, points=f.points,
+        baseline_points=f.baseline_points, recipe_curves=f.recipes, frontier=f,
+        confirmed_front=f.confirmed_front,
         reference=tuple(float(r) for r in ref), hypervolume=float(hv), hv_history=hv_history,
         headline=headline, regimes=regimes.reset_index(drop=True), effects=effects, interactions=interactions,
         budget_curves=curves, recipes=recipes, run_meta=run_meta, hardware=hardware, versions=versions,

@@ -3,6 +3,12 @@
 Each figure is rendered to SVG (inlined in index.html) and PNG (for slides and READMEs) and written to
 ``run_dir/plots/<name>.svg|png``. SVG text stays text (``svg.fonttype: none``): small files, selectable
 labels, and matplotlib XML-escapes every string it writes, so a name like ``<script>`` is shown, not run.
+
+Accuracy axes show the metric the search selected on (``info.metric``): the frontier, the baseline curve
+and the headline arrow are defined on it, so drawing test accuracy instead would put "frontier" points
+below other trials. The axis label names the split. Frontier, baseline and recipe-curve points are seed
+means (``analysis.frontier``); points measured on two or more seeds carry their 95 % intervals on
+accuracy and time as error bars (one seed has no interval, so none is drawn).
 """
 from __future__ import annotations
 
@@ -12,13 +18,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from recipesearch.report.info import ACC, TIME, ReportInfo, algorithms_label
+from recipesearch.report.info import TIME, ReportInfo, algorithms_label
 from recipesearch.rundir import write_atomic
 
 # (name, caption) in the order the report shows them.
 PLOTS = {
-    "pareto": "Accuracy against training time: every completed trial (grey), the frontier (blue, labelled with "
-              "its algorithms) and the baseline trained at each budget (black).",
+    "pareto": "Accuracy against training time: every completed run (grey), the frontier (blue, labelled with "
+              "its algorithms) and the baseline at each budget (black); frontier and baseline points are seed "
+              "means, with 95 % confidence intervals on accuracy and time where a point has two or more seeds.",
+    "tradeoff": "Tradeoff curves (MosaicML's plot): the baseline's seed mean at each budget with its 95 % band, "
+                "and each recipe trained at two or more budgets through its per-budget seed means (error bars: "
+                "95 % intervals). Confirmed-faster recipes are drawn solid, the others dashed; each label gives "
+                "the curve's speedup at matched accuracy with its bootstrap interval.",
     "budget_curves": "Accuracy against training time across budgets for the leading recipes tried at two or more "
                      "budgets, next to the baseline's tradeoff curve.",
     "hypervolume": "Hypervolume of the frontier after each trial and against the training time spent so far.",
@@ -51,6 +62,8 @@ FRONT, TRIAL, BASE = "#1d4ed8", "#9ca3af", "#111827"
 GOOD, BAD = "#15803d", "#b91c1c"
 PNG_DPI = 130
 MAX_LABELS = 14  # frontier labels drawn on the Pareto plot (more would overlap)
+MAX_TRADEOFF_CURVES = 6  # recipe curves drawn in the tradeoff-curves plot: confirmed ones first
+CURVE_COLORS = ["#1d4ed8", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2"]
 
 
 class Plot(NamedTuple):
@@ -74,12 +87,12 @@ def _pct(ax, axis: str = "y") -> None:
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
 
 
-def _seconds_axis(ax, times: np.ndarray) -> None:
-    """Log time axis when the times span more than 3x, with plain-number tick labels."""
+def _seconds_axis(ax, times: np.ndarray, always_log: bool = False) -> None:
+    """Log time axis when the times span more than 3x (or always), with plain-number tick labels."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     t = times[np.isfinite(times) & (times > 0)]
-    if len(t) and t.max() / t.min() > 3:
+    if len(t) and (always_log or t.max() / t.min() > 3):
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
@@ -170,6 +183,10 @@ def _along(x: np.ndarray, y: np.ndarray, log: bool, n: int = 12) -> np.ndarray:
     return np.column_stack([np.exp(xs) if log else xs, ys])
 
 
+def _acc_label(info: ReportInfo) -> str:
+    return "validation accuracy (selected on)" if info.selection.on_val else "test accuracy"
+
+
 def pareto_figure(info: ReportInfo):
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -182,29 +199,42 @@ def pareto_figure(info: ReportInfo):
     if done.empty:
         _empty(ax, "no completed trials yet")
         return fig
-    times, accs = done[TIME].to_numpy(float), done[ACC].to_numpy(float)
+    acc_col = info.metric
+    base, front = info.baseline_points, info.front
+    times, accs = done[TIME].to_numpy(float), done[acc_col].to_numpy(float)
     _seconds_axis(ax, times)
     log = ax.get_xscale() == "log"
-    ax.set_xlim(*_limits(times, log, 0.2, 0.45 if log else 0.25))
-    ax.set_ylim(*_limits(accs, False, 0.08, 0.12))
-    ax.set_ylabel("test accuracy")
+    spans = [front, base]  # the intervals drawn must fit too (a time interval below 0 runs off the edge)
+    span_times = np.concatenate([times, *(_col(p, c) for p in spans for c in ("train_seconds_ci_low",
+                                                                           "train_seconds_ci_high"))])
+    ax.set_xlim(*_limits(span_times[~(span_times <= 0)], log, 0.2, 0.45 if log else 0.25))
+    ax.set_ylim(*_limits(np.concatenate([accs, *(_col(p, "accuracy_ci_low") for p in spans),
+                                         *(_col(p, "accuracy_ci_high") for p in spans)]), False, 0.08, 0.12))
+    ax.set_ylabel(_acc_label(info))
     _pct(ax)
-    ax.scatter(times, accs, s=18, color=TRIAL, alpha=0.5, linewidths=0, label="trial", zorder=2)
-    base, front = info.baseline, info.front
+    ax.scatter(times, accs, s=18, color=TRIAL, alpha=0.5, linewidths=0, label="run (one seed)", zorder=2)
     if len(base):
-        ax.plot(base[TIME], base[ACC], "s--", color=BASE, ms=5, lw=1.2, label="baseline (by budget)", zorder=3)
-    t, a = front[TIME].to_numpy(float), front[ACC].to_numpy(float)
+        ax.plot(base[TIME], base[acc_col], "s--", color=BASE, ms=5, lw=1.2, label="baseline (mean by budget)",
+                zorder=3)
+        _error_bars(ax, base, acc_col, BASE, zorder=3)
+    t, a = front[TIME].to_numpy(float), front[acc_col].to_numpy(float)
     right = ax.get_xlim()[1]
     ax.step(np.append(t, right), np.append(a, a[-1]), where="post", color=FRONT, lw=1.4, alpha=0.8, zorder=4)
-    ax.scatter(t, a, s=42, color=FRONT, edgecolors="white", linewidths=0.8, label="frontier", zorder=5)
+    _error_bars(ax, front, acc_col, FRONT, zorder=4)
+    ax.scatter(t, a, s=42, color=FRONT, edgecolors="white", linewidths=0.8,
+               label="frontier (seed means)" if info.confirmed_front else "frontier (single runs)", zorder=5)
     h = info.headline
     handles, names = ax.get_legend_handles_labels()
-    if h.number is not None and np.isfinite(h.baseline_seconds):
+    if _has_repeats(front) or _has_repeats(base):
+        handles.append(Line2D([], [], color="#6b7280", lw=0.9, marker="|", ms=7))
+        names.append("95% CI over seeds")
+    if h.number is not None and np.isfinite(h.baseline_seconds) and np.isfinite(h.recipe_seconds):
         ax.axhline(h.baseline_accuracy, color=BASE, lw=0.7, ls=":", zorder=1)
         ax.annotate("", xy=(h.recipe_seconds, h.baseline_accuracy), xytext=(h.baseline_seconds, h.baseline_accuracy),
                     arrowprops={"arrowstyle": "->", "color": GOOD, "lw": 1.8}, zorder=6)
         handles.append(Line2D([], [], color=GOOD, lw=1.8, marker="<", ms=5))
-        names.append(f"{h.speedup:.2f}× faster to the baseline's accuracy")
+        names.append(f"{h.speedup:.2f}× faster{_ci_text(h.speedup_ci_low, h.speedup_ci_high)} to the baseline's "
+                     f"accuracy (trial {h.number}'s curve, confirmed)")
     ax.legend(handles, names, loc="lower right")
     # Labels: frontier points (algorithms and speedup) and baseline budgets, placed around the markers.
     step = max(1, int(np.ceil(len(front) / MAX_LABELS)))
@@ -213,20 +243,63 @@ def pareto_figure(info: ReportInfo):
     for i in keep:
         r = front.iloc[i]
         text = _short(algorithms_label(r["algorithms"], bool(r["is_baseline"])), 36)
-        speed = speedup_label(r["speedup"], r["speedup_status"])
+        speed = "" if bool(r["is_baseline"]) else speedup_label(r["speedup"], r["speedup_status"])
         labels.append(_plain(f"{text}  {speed}" if speed else text))
     stair_x, stair_y = np.repeat(t, 2)[1:], np.repeat(a, 2)[:-1]  # the staircase's corners
-    obstacles = np.vstack([np.column_stack([t, a]), base[[TIME, ACC]].to_numpy(float), _along(stair_x, stair_y, log),
-                           _along(base[TIME].to_numpy(float), base[ACC].to_numpy(float), log)])
-    if h.number is not None and np.isfinite(h.baseline_seconds):  # keep labels off the speedup arrow
+    obstacles = np.vstack([np.column_stack([t, a]), base[[TIME, acc_col]].to_numpy(float),
+                           _along(stair_x, stair_y, log),
+                           _along(base[TIME].to_numpy(float), base[acc_col].to_numpy(float), log)])
+    if h.number is not None and np.isfinite(h.baseline_seconds) and np.isfinite(h.recipe_seconds):
+        # keep labels off the speedup arrow
         arrow_x = np.geomspace(h.recipe_seconds, h.baseline_seconds, 8) if log else \
             np.linspace(h.recipe_seconds, h.baseline_seconds, 8)
         obstacles = np.vstack([obstacles, np.column_stack([arrow_x, np.full(8, h.baseline_accuracy)])])
     placed = place_labels(ax, np.column_stack([t[keep], a[keep]]), labels, 7.5, obstacles, color=FRONT, zorder=6)
     if len(base):
-        place_labels(ax, base[[TIME, ACC]].to_numpy(float), [_budget_text(b) for b in base["budget"]], 7,
+        place_labels(ax, base[[TIME, acc_col]].to_numpy(float), [_budget_text(b) for b in base["budget"]], 7,
                      np.empty((0, 2)), placed, color=BASE)
     return fig
+
+
+def _col(df, name: str) -> np.ndarray:
+    """A column as floats ([] when the table lacks it)."""
+    return df[name].to_numpy(float) if name in df else np.empty(0)
+
+
+def _repeated(df) -> np.ndarray:
+    """Rows measured on two or more seeds whose intervals are finite: the ones that get error bars."""
+    if df.empty or "n_seeds" not in df:
+        return np.zeros(len(df), dtype=bool)
+    n = df["n_seeds"].to_numpy(float)
+    cis = [_col(df, c) for c in ("accuracy_ci_low", "accuracy_ci_high", "train_seconds_ci_low",
+                                 "train_seconds_ci_high")]
+    if any(len(c) != len(df) for c in cis):
+        return np.zeros(len(df), dtype=bool)
+    return (n >= 2) & np.logical_and.reduce([np.isfinite(c) for c in cis])
+
+
+def _has_repeats(df) -> bool:
+    return bool(_repeated(df).any())
+
+
+def _error_bars(ax, points, acc_col: str, color: str, zorder: float = 3, alpha: float = 0.9, **style) -> None:
+    """95 % intervals of accuracy (vertical) and time (horizontal) for the points with two or more seeds."""
+    rows = points[_repeated(points)]
+    if rows.empty:
+        return
+    t, a = rows[TIME].to_numpy(float), rows[acc_col].to_numpy(float)
+    t_low, t_high = rows["train_seconds_ci_low"].to_numpy(float), rows["train_seconds_ci_high"].to_numpy(float)
+    a_low, a_high = rows["accuracy_ci_low"].to_numpy(float), rows["accuracy_ci_high"].to_numpy(float)
+    # a time interval's low end can fall below 0 (few noisy seeds): on a log axis it then runs off the left edge
+    t_low = np.where(t_low > 0, t_low, t * 1e-3)
+    xerr, yerr = np.clip([t - t_low, t_high - t], 0, None), np.clip([a - a_low, a_high - a], 0, None)
+    ax.errorbar(t, a, xerr=xerr, yerr=yerr, fmt="none", ecolor=color, elinewidth=0.9, capsize=2.5, alpha=alpha,
+                zorder=zorder, **style)
+
+
+def _ci_text(low: float, high: float) -> str:
+    """' [95% CI 1.22–1.63]' or '' without a finite interval."""
+    return f" [95% CI {low:.2f}–{high:.2f}]" if np.isfinite(low) and np.isfinite(high) else ""
 
 
 def speedup_label(x: float, status: str) -> str:
@@ -243,31 +316,117 @@ def budget_curves_figure(info: ReportInfo):
     fig.subplots_adjust(left=0.085, right=0.985, bottom=0.11, top=0.93)
     ax = fig.subplots()
     ax.set_title("Accuracy vs time across budgets: leading recipes", loc="left")
-    curves, base = info.budget_curves, info.baseline
+    curves, base, acc_col = info.budget_curves, info.baseline_points, info.metric
     if curves.empty and base.empty:
         _empty(ax, "no recipe was trained at two or more budgets yet")
         return fig
     if len(base):
-        ax.plot(base[TIME], base[ACC], "s--", color=BASE, ms=5, lw=1.4, label="baseline", zorder=4)
+        base = base.sort_values(TIME)
+        ax.plot(base[TIME], base[acc_col], "s--", color=BASE, ms=5, lw=1.4, label="baseline", zorder=4)
     if curves.empty:  # say so, rather than leave the reader looking for curves that are not there
         ax.text(0.98, 0.04, "no recipe besides the baseline was trained at two or more budgets",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=9, color="#6b7280")
-    colors = ["#1d4ed8", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2"]
     for g, rows in curves.groupby("group", sort=True):
         rows = rows.sort_values(TIME)
-        color = colors[int(g) % len(colors)]
-        ax.plot(rows[TIME], rows[ACC], "-", color=color, lw=1.6, label=_plain(_short(rows["label"].iloc[0], 70)))
+        color = CURVE_COLORS[int(g) % len(CURVE_COLORS)]
+        ax.plot(rows[TIME], rows[acc_col], "-", color=color, lw=1.6, label=_plain(_short(rows["label"].iloc[0], 70)))
         front = rows["on_front"].to_numpy(bool)
-        ax.scatter(rows[TIME][front], rows[ACC][front], s=36, color=color, zorder=5)
-        ax.scatter(rows[TIME][~front], rows[ACC][~front], s=36, facecolors="white", edgecolors=color, zorder=5)
+        ax.scatter(rows[TIME][front], rows[acc_col][front], s=36, color=color, zorder=5)
+        ax.scatter(rows[TIME][~front], rows[acc_col][~front], s=36, facecolors="white", edgecolors=color, zorder=5)
         for _, r in rows.iterrows():
-            ax.annotate(_budget_text(r["budget"]), (r[TIME], r[ACC]), xytext=(4, 5), textcoords="offset points",
+            ax.annotate(_budget_text(r["budget"]), (r[TIME], r[acc_col]), xytext=(4, 5), textcoords="offset points",
                         fontsize=7, color=color)
     times = np.concatenate([curves[TIME].to_numpy(float), base[TIME].to_numpy(float)])
     _seconds_axis(ax, times)
-    ax.set_ylabel("test accuracy (mean over seeds)")
+    ax.set_ylabel(f"{_acc_label(info)}, mean over seeds")
     _pct(ax)
     ax.legend(loc="best")
+    return fig
+
+
+def shown_curves(info: ReportInfo):
+    """The recipe curves the tradeoff plot draws: confirmed ones first (as ``recipe_curves`` is sorted), at most
+    MAX_TRADEOFF_CURVES, only those with points to draw."""
+    curves, points = info.recipe_curves, info.points
+    if curves.empty or points.empty:
+        return curves.iloc[0:0]
+    has_points = curves["recipe_key"].isin(set(points["recipe_key"]))
+    return curves[has_points].head(MAX_TRADEOFF_CURVES)
+
+
+def _curve_label(r) -> str:
+    text = f"trial {int(r['number'])}: {_short(algorithms_label(r['algorithms']), 40)}"
+    if np.isfinite(float(r["speedup"])):
+        ci = _ci_text(float(r["speedup_ci_low"]), float(r["speedup_ci_high"])) if int(r["n_seeds"]) >= 2 else ""
+        text += f"  {float(r['speedup']):.2f}×{ci}"
+    else:
+        text += f"  ({str(r['speedup_status']).replace('_', ' ')})"
+    if bool(r["confirmed"]):
+        return text + "  ✓ confirmed"
+    return text + ("  (one seed)" if int(r["n_seeds"]) < 2 else "  (not confirmed)")
+
+
+def tradeoff_figure(info: ReportInfo):
+    """MosaicML's plot: the baseline's tradeoff curve (seed means, 95 % band) and each recipe's curve."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 5.4))
+    fig.subplots_adjust(left=0.085, right=0.985, bottom=0.1, top=0.93)
+    ax = fig.subplots()
+    ax.set_title("Tradeoff curves: recipes against the baseline (seed means, 95% intervals)", loc="left")
+    base, acc_col = info.baseline_points.sort_values(TIME), info.metric
+    shown = shown_curves(info)
+    if base.empty and shown.empty:
+        _empty(ax, "no baseline and no recipe curve yet" if info.completed.empty
+               else "no tradeoff curve yet: the baseline has not completed")
+        return fig
+    curve_points = [info.points[info.points["recipe_key"] == key].sort_values("budget") for key in shown["recipe_key"]]
+    everything = [base, *curve_points]
+    times = np.concatenate([_col(p, c) for p in everything for c in (TIME, "train_seconds_ci_low",
+                                                                       "train_seconds_ci_high")])
+    accs = np.concatenate([_col(p, c) for p in everything for c in (acc_col, "accuracy_ci_low", "accuracy_ci_high")])
+    _seconds_axis(ax, times, always_log=True)
+    log = ax.get_xscale() == "log"
+    ax.set_xlim(*_limits(times, log, 0.15, 0.2))
+    ax.set_ylim(*_limits(accs, False, 0.08, 0.12))
+    ax.set_ylabel(f"{_acc_label(info)}, mean over seeds")
+    _pct(ax)
+    if len(base):
+        t, a = base[TIME].to_numpy(float), base[acc_col].to_numpy(float)
+        low, high = _col(base, "accuracy_ci_low"), _col(base, "accuracy_ci_high")
+        if len(low) == len(base) and np.isfinite(low).any():
+            ax.fill_between(t, np.where(np.isfinite(low), low, a), np.where(np.isfinite(high), high, a),
+                            color=BASE, alpha=0.12, linewidth=0, zorder=2, label="baseline 95% band")
+        seeds = int(base["n_seeds"].min()) if "n_seeds" in base else 1
+        ax.plot(t, a, "s-", color=BASE, ms=5, lw=1.6, zorder=4,
+                label=f"baseline (mean of {seeds}+ seeds)" if seeds >= 2 else "baseline (one seed per budget)")
+        _error_bars(ax, base, acc_col, BASE, zorder=4, alpha=0.5)
+        for x, y, b in zip(t, a, base["budget"], strict=True):
+            ax.annotate(_budget_text(b), (x, y), xytext=(4, -10), textcoords="offset points", fontsize=7, color=BASE)
+    colors = iter(CURVE_COLORS)
+    for (_, r), pts in zip(shown.iterrows(), curve_points, strict=True):
+        confirmed = bool(r["confirmed"])
+        color = next(colors, TRIAL)
+        style = {"lw": 2.2, "ls": "-", "alpha": 1.0, "ms": 6} if confirmed else \
+            {"lw": 1.2, "ls": "--", "alpha": 0.6, "ms": 4.5}
+        ax.plot(pts[TIME], pts[acc_col], marker="o", color=color, zorder=6 if confirmed else 5,
+                label=_plain(_curve_label(r)), **style)
+        _error_bars(ax, pts, acc_col, color, zorder=6 if confirmed else 5, alpha=0.9 if confirmed else 0.5)
+        for _, p in pts.iterrows():
+            ax.annotate(_budget_text(p["budget"]), (p[TIME], p[acc_col]), xytext=(4, 5), textcoords="offset points",
+                        fontsize=7, color=color, alpha=style["alpha"])
+    h = info.headline
+    if h.number is not None and np.isfinite(h.baseline_seconds) and np.isfinite(h.recipe_seconds):
+        ax.axhline(h.baseline_accuracy, color=BASE, lw=0.7, ls=":", zorder=1)
+        ax.annotate("", xy=(h.recipe_seconds, h.baseline_accuracy), xytext=(h.baseline_seconds, h.baseline_accuracy),
+                    arrowprops={"arrowstyle": "->", "color": GOOD, "lw": 1.8}, zorder=7)
+    if shown.empty:  # say so, rather than leave the reader looking for curves that are not there
+        ax.text(0.98, 0.04, "no recipe was trained at two or more budgets: no curve to compare with the baseline's",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=9, color="#6b7280")
+        ax.legend(loc="upper left")
+    else:
+        title = None if shown["confirmed"].any() else "no recipe curve is confirmed faster than the baseline's"
+        ax.legend(loc="lower right", title=title, title_fontsize=8)
     return fig
 
 
@@ -332,7 +491,8 @@ def effects_figure(info: ReportInfo):
                     ha="left" if x >= 0 else "right", fontsize=7, color="#374151")
         ax.margins(x=0.3)
 
-    bars(axes[0], acc, "Accuracy effect (budget-matched)", "percentage points")
+    split = "Val accuracy" if info.selection.on_val else "Accuracy"
+    bars(axes[0], acc, f"{split} effect (budget-matched)", "percentage points")
     bars(axes[1], thr, "Throughput change", "% images/s vs without")
     share_all = eff["share_completed"].to_numpy(float) * 100
     share_front = eff["share_front"].to_numpy(float) * 100
@@ -351,6 +511,7 @@ def effects_figure(info: ReportInfo):
 
 _FIGURES = {
     "pareto": pareto_figure,
+    "tradeoff": tradeoff_figure,
     "budget_curves": budget_curves_figure,
     "hypervolume": hypervolume_figure,
     "effects": effects_figure,

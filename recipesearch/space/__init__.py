@@ -11,9 +11,10 @@ Every problem is a one-line ``ConfigError`` (``space.yaml:12: hparams.optimizer.
 ``directions: list[str]`` ("maximize" for accuracy, "minimize" otherwise, same order), ``metric_split``
 ("val" by default | "test": which accuracy is the objective; with "val" a base recipe without a
 validation split gets ``data.val_fraction: 0.1``), ``baseline: BaselineSpec(seeds, tune_lr)``,
-``confirm: ConfirmSpec(enabled, top_k, seeds, max_share)`` (``confirm: false`` turns the stage off), ``constraints: dict[str, float]`` (keys
-``accuracy_min``, ``train_seconds_max``, ``cost_max``), ``sampler: SamplerSpec(name, seed, options)``,
-``trials`` (total, baselines included), ``concurrency``, ``resources: Resources(cpus: float, gpus: float)``,
+``confirm: ConfirmSpec(enabled, top_k, seeds, max_share)`` (``confirm: false`` turns the stage off),
+``constraints: dict[str, float]`` (keys ``accuracy_min``, ``train_seconds_max``, ``cost_max``),
+``sampler: SamplerSpec(name, seed, options)``, ``trials`` (LR sweep, baseline runs and proposals;
+confirmation runs come on top), ``concurrency``, ``resources: Resources(cpus: float, gpus: float)``,
 ``threads_per_trial: int``, ``seed: int``, ``price_per_hour: float | None``, ``path: Path | None``,
 ``text: str`` (exact source YAML), ``hash: str`` (12 hex, sha256 of the canonical validated content; the
 display ``name`` is not part of it), ``params: list[ParamSpec]`` (every sampled parameter, in ask order).

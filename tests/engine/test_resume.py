@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -22,20 +23,25 @@ def _start(space: Path, out: Path, env: dict[str, str], log: Path) -> subprocess
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
-def _wait_for_completed(proc: subprocess.Popen, out: Path, n: int, log: Path, timeout: float = 180) -> None:
-    """Until trials.csv (rewritten after every finished trial) shows ``n`` COMPLETE trials."""
+def _wait_for(proc: subprocess.Popen, out: Path, log: Path, what: str, reached: Callable[[pd.DataFrame], bool],
+              timeout: float = 180) -> None:
+    """Until trials.csv (rewritten after every finished trial) satisfies ``reached``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"the search ended before it could be interrupted:\n{log.read_text()}"
         try:
             df = pd.read_csv(out / "trials.csv")
         except (FileNotFoundError, pd.errors.EmptyDataError):
-            df = pd.DataFrame({"state": []})
-        if (df["state"] == "COMPLETE").sum() >= n:
+            df = pd.DataFrame({"state": [], "stage": []})
+        if reached(df):
             return
-        time.sleep(0.2)
+        time.sleep(0.1)
     proc.kill()
-    pytest.fail(f"no {n} completed trials within {timeout} s:\n{log.read_text()}")
+    pytest.fail(f"no {what} within {timeout} s:\n{log.read_text()}")
+
+
+def _wait_for_completed(proc: subprocess.Popen, out: Path, n: int, log: Path) -> None:
+    _wait_for(proc, out, log, f"{n} completed trials", lambda df: (df["state"] == "COMPLETE").sum() >= n)
 
 
 def _completed(study) -> dict[int, tuple]:
@@ -118,22 +124,6 @@ def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, 
     assert meta["status"] == "interrupted" and meta["end_time"] is None
 
 
-def _wait_for_stage(proc: subprocess.Popen, out: Path, stage: str, log: Path, timeout: float = 180) -> None:
-    """Until trials.csv shows a COMPLETE trial of ``stage``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"the search ended before it could be interrupted:\n{log.read_text()}"
-        try:
-            df = pd.read_csv(out / "trials.csv")
-        except (FileNotFoundError, pd.errors.EmptyDataError, KeyError):
-            df = pd.DataFrame({"state": [], "stage": []})
-        if "stage" in df and ((df["state"] == "COMPLETE") & (df["stage"] == stage)).any():
-            return
-        time.sleep(0.1)
-    proc.kill()
-    pytest.fail(f"no completed {stage} trial within {timeout} s:\n{log.read_text()}")
-
-
 def test_kill_9_during_confirmation_then_resume(tmp_path, write_space, ray_env, run_cli, load_run_study, ray_kit):
     from recipesearch.engine import study as st
 
@@ -141,7 +131,8 @@ def test_kill_9_during_confirmation_then_resume(tmp_path, write_space, ray_env, 
                         confirm={"top_k": 2, "seeds": 3, "max_share": 0.6})
     out, log = tmp_path / "run", tmp_path / "first.log"
     proc = _start(space, out, ray_env, log)
-    _wait_for_stage(proc, out, "confirm", log)
+    _wait_for(proc, out, log, "completed confirmation run",
+              lambda df: "stage" in df and ((df["state"] == "COMPLETE") & (df["stage"] == "confirm")).any())
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     ray_kit.kill_ray_processes(ray_env["RAY_TMPDIR"])

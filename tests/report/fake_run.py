@@ -2,6 +2,22 @@
 
 Numbers are chosen so that the expected frontier, speedups and headline can be worked out by hand:
 the baseline runs at budgets 0.25 / 0.5 / 1 / 2 take 2 / 4 / 8 / 16 s and reach 90 / 93 / 95 / 96 %.
+
+``SEARCH_ROWS`` is the run before confirmation: one seed per trial (baseline and proposals), so nothing
+is confirmed and the front is made of single runs. ``CONFIRM_ROWS`` completes it the way a search with
+``baseline: {seeds: 3}`` and a confirmation stage does: seeds 1 and 2 of the baseline at every budget
+(stage "baseline") and of the label_smoothing recipe of trials 4 / 6 / 7 at budgets 0.5 / 1 / 2 (stage
+"confirm", ``of_trial`` 6). Their seeds straddle seed 0 symmetrically (accuracy -/+ 0.002, time -/+ 1/16
+of it, sums exact in binary for the times), so every seed mean equals the seed-0 run:
+
+- baseline points (seconds, accuracy): (2, .90) (4, .93) (8, .95) (16, .96); recipe (4, .95) (7, .962)
+  (15, .97). Eligible once a recipe is repeated: those 7 points; the front is baseline 0.25 (trial 0) and
+  the recipe's three points (trials 4, 6, 7).
+- the recipe's curve against the baseline's, at the highest accuracy both reach (.96): the baseline
+  needs 16 s, the recipe 4 * (7/4)**(5/6) s (log-time interpolation between .95 and .962), so the curve
+  speedup is 4 / 1.75**(5/6) = 2.509x; its seeds are tight, so the bootstrap interval lies above 1: confirmed.
+- the two other recipes trained at several budgets (channels_last; channels_last + label_smoothing)
+  have one seed per budget: curves, but never confirmed.
 """
 from __future__ import annotations
 
@@ -30,16 +46,17 @@ BASE: dict[str, Any] = {  # tests/conftest.py's make_recipe base
     "algorithms": {},
 }
 
-# (number, state, is_baseline, budget, algorithms {name: params}, lr, accuracy, seconds, throughput, data_wait, error)
+# (number, state, is_baseline, budget, algorithms {name: params}, lr, accuracy, seconds, throughput, data_wait, error
+#  [, seed, stage, of_trial]): seed 0, stage "baseline" / "search" and no of_trial unless given
 LS, CL = "label_smoothing", "channels_last"
-ROWS = [
+SEARCH_ROWS = [
     (0, "COMPLETE", True, 0.25, {}, 0.05, 0.90, 2.0, 5000, 0.05, ""),
     (1, "COMPLETE", True, 0.5, {}, 0.05, 0.93, 4.0, 5000, 0.05, ""),
     (2, "COMPLETE", True, 1.0, {}, 0.05, 0.95, 8.0, 5000, 0.05, ""),
     (3, "COMPLETE", True, 2.0, {}, 0.05, 0.96, 16.0, 5000, 0.05, ""),
     (4, "COMPLETE", False, 0.5, {LS: {"smoothing": 0.1}}, 0.05, 0.95, 4.0, 4900, 0.06, ""),  # speedup 2.0
     (5, "COMPLETE", False, 0.5, {LS: {"smoothing": 0.2}}, 0.1, 0.945, 3.0, 5100, 0.05, ""),  # 4*2**0.75/3
-    (6, "COMPLETE", False, 1.0, {LS: {"smoothing": 0.1}}, 0.05, 0.962, 7.0, 4800, 0.30, ""),  # headline 16/7
+    (6, "COMPLETE", False, 1.0, {LS: {"smoothing": 0.1}}, 0.05, 0.962, 7.0, 4800, 0.30, ""),  # beyond the baseline
     (7, "COMPLETE", False, 2.0, {LS: {"smoothing": 0.1}}, 0.05, 0.97, 15.0, 4800, 0.05, ""),  # beyond baseline
     (8, "COMPLETE", False, 0.25, {CL: {}}, 0.05, 0.88, 1.5, 6000, 0.02, ""),  # below the baseline's range
     (9, "COMPLETE", False, 0.25, {CL: {}, LS: {"smoothing": 0.1}}, 0.05, 0.91, 2.0, 5900, 0.02, ""),  # dominates 0
@@ -55,17 +72,40 @@ ROWS = [
 ]  # fmt: skip
 
 
-def recipe_dict(budget: float, algorithms: dict[str, dict[str, Any]], lr: float) -> dict[str, Any]:
+def _seeds(start: int, stage: str, base: bool, algos: dict, of_trial: int | None,
+           points: list[tuple[float, float, float]]) -> list[tuple]:
+    """Seeds 1 and 2 of (budget, accuracy, seconds): accuracy -/+ 0.002, seconds -/+ 1/16 of it."""
+    rows = []
+    for budget, acc, secs in points:
+        for seed, sign in ((1, -1), (2, 1)):
+            rows.append((start + len(rows), "COMPLETE", base, budget, algos, 0.05, round(acc + sign * 0.002, 4),
+                         secs * (1 + sign / 16), 5000 if base else 4800, 0.05, "", seed, stage, of_trial))
+    return rows
+
+
+BASELINE_SEEDS = _seeds(18, "baseline", True, {}, None, [(0.25, 0.90, 2.0), (0.5, 0.93, 4.0), (1.0, 0.95, 8.0),
+                                                          (2.0, 0.96, 16.0)])  # trials 18-25
+CONFIRM_SEEDS = _seeds(26, "confirm", False, {LS: {"smoothing": 0.1}}, 6,
+                       [(0.5, 0.95, 4.0), (1.0, 0.962, 7.0), (2.0, 0.97, 15.0)])  # trials 26-31
+CONFIRM_ROWS = BASELINE_SEEDS + CONFIRM_SEEDS
+ROWS = SEARCH_ROWS + CONFIRM_ROWS
+CONFIRMED_NUMBER = 4  # the recipe's first trial: what the frontier names its curve by
+CURVE_SPEEDUP = 4 / 1.75 ** (5 / 6)  # 2.509x, see the module docstring
+
+
+def recipe_dict(budget: float, algorithms: dict[str, dict[str, Any]], lr: float, seed: int = 0) -> dict[str, Any]:
     data = json.loads(json.dumps(BASE))
-    data.update(budget=budget, algorithms=algorithms)
+    data.update(budget=budget, algorithms=algorithms, seed=seed)
     data["optimizer"]["lr"] = lr
     return recipe_from_dict(data).to_dict()
 
 
 def trials_frame(rows=ROWS) -> pd.DataFrame:
     records = []
-    for number, state, base, budget, algos, lr, acc, secs, thr, wait, err in rows:
-        recipe = recipe_from_dict(recipe_dict(budget, algos, lr))
+    for row in rows:
+        number, state, base, budget, algos, lr, acc, secs, thr, wait, err = row[:11]
+        seed, stage, of_trial = row[11:] if len(row) > 11 else (0, "baseline" if base else "search", None)
+        recipe = recipe_from_dict(recipe_dict(budget, algos, lr, seed))
         records.append({
             "number": number, "state": state, "is_baseline": base, "budget": budget,
             "epochs": BASE["max_duration"] * budget, "algorithms": "+".join(sorted(algos)),
@@ -74,7 +114,8 @@ def trials_frame(rows=ROWS) -> pd.DataFrame:
             "accuracy": acc, "val_accuracy": acc, "loss": None if acc is None else 1 - acc,
             "train_seconds": secs, "throughput": thr, "data_wait_fraction": wait, "cost": None,
             "recipe_id": recipe.id(), "recipe_json": json.dumps(recipe.to_dict()), "error": err,
-            "datetime_start": f"2025-01-01 00:00:{number:02d}", "datetime_complete": "", "seed": 0,
+            "datetime_start": f"2025-01-01 00:00:{number:02d}", "datetime_complete": "", "seed": seed,
+            "stage": stage, "of_trial": of_trial,
         })  # fmt: skip
     return pd.DataFrame(records)
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from recipesearch.report.plots import PLOTS
+
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
@@ -85,7 +87,7 @@ def test_page_loads_without_errors_and_shows_every_plot(page, tmp_path):
     attrs = body_attrs(done.stdout)
     assert attrs.get("data-report-ready") == "1", "the page script did not run (blocked by CSP?)"
     assert attrs.get("data-errors") == "0", attrs.get("data-error-messages")
-    assert len(re.findall(r'<svg[^>]*class="plot-svg"', done.stdout)) == 4
+    assert len(re.findall(r'<svg[^>]*class="plot-svg"', done.stdout)) == len(PLOTS) == 5
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in done.stdout
     assert not console_problems(done.stderr)
 
@@ -104,7 +106,7 @@ def test_sorting_and_copy_buttons_work_without_errors(page, tmp_path):
     assert attrs.get("data-errors") == "0", attrs.get("data-error-messages")
     assert attrs.get("data-sort-problems") == ""
     sizes = [tuple(map(int, s.split("x"))) for s in attrs["data-svg-sizes"].split(",")]
-    assert len(sizes) == 4 and all(w > 400 and h > 150 for w, h in sizes), sizes
+    assert len(sizes) == len(PLOTS) and all(w > 400 and h > 150 for w, h in sizes), sizes
     assert not console_problems(done.stderr)
 
 

@@ -26,16 +26,39 @@ def test_report_rebuilds_everything(built_run, capsys):
         (built_run / name).unlink()
     assert main(["report", str(built_run)]) == 0
     out = capsys.readouterr().out
-    assert "2.29x" in out and "index.html" in out
-    assert "largest speedup at matched accuracy on the frontier" in out
+    assert "index.html" in out and "4 points on the frontier (seed means;" in out
+    verdict = next(line for line in out.splitlines() if line.startswith("confirmed: "))
+    assert verdict.startswith("confirmed: trial 4 (label_smoothing) is 2.51x faster [95% CI ")
+    assert "than the baseline at test acc 0.9600" in verdict
+    assert "largest speedup at matched accuracy on the frontier: 2.00x at test acc 95.00%" in out
     assert (built_run / "index.html").is_file() and (built_run / "pareto.csv").is_file()
+
+
+def test_report_prints_the_verdict_on_val_with_test_held_out(tmp_path, capsys):
+    from .fake_run import SEARCH_ROWS, trials_frame, write_run_dir
+
+    meta = {"objectives": ["accuracy", "train_seconds"], "directions": ["maximize", "minimize"],
+            "metric_split": "val"}
+    trials = trials_frame().assign(accuracy=lambda d: d["accuracy"] - 0.01)  # test: 1 point below val
+    run = write_run_dir(tmp_path / "val", trials, meta=meta)
+    assert main(["report", str(run)]) == 0
+    out = capsys.readouterr().out
+    # the confirmed curve on val, then the held-out test mean of the recipe at its best budget (2: 0.97 - 0.01)
+    assert "at val acc 0.9600" in out and "; test acc 96.00% at its best budget (held out)" in out
+    assert "on the frontier: 2.00x at val acc 95.00% in 4 s, trial 4 (label_smoothing), test acc 94.00% (held out)" \
+        in out
+    single = write_run_dir(tmp_path / "single", trials_frame(SEARCH_ROWS), meta=meta)
+    assert main(["report", str(single)]) == 0
+    out = capsys.readouterr().out
+    assert "points on the frontier (single runs;" in out
+    assert any(line.startswith("not confirmed: no recipe was trained") for line in out.splitlines())
 
 
 def test_export_cli(run_dir, tmp_path, capsys):
     out = tmp_path / "exported"
     assert main(["export", str(run_dir), "--to", str(out)]) == 0
     files = sorted(out.glob("*.yaml"))
-    assert len(files) == 9
+    assert len(files) == 4  # one per frontier point: the baseline's fastest and the confirmed recipe's three
     files[0].write_text("changed\n")
     assert main(["export", str(run_dir), "--to", str(out)]) == 2
     assert "--force" in one_line_error(capsys)

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recipesearch.report import build_info, write_report
+from recipesearch.report import build_info, load_run, write_report
 from recipesearch.report.html import inline_svg
 from recipesearch.report.plots import PLOTS
 
-from .fake_run import EVIL, trials_frame
+from .fake_run import EVIL, SEARCH_ROWS, trials_frame
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_self_contained(page):
 
 def test_all_plots_inline_with_unique_ids(page, built_run):
     svgs = re.findall(r'<svg\b[^>]*class="plot-svg"', page)
-    assert len(svgs) == len(PLOTS) == 4
+    assert len(svgs) == len(PLOTS) == 5
     ids = re.findall(r'\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
     for ref in set(re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', page)):
@@ -63,14 +63,83 @@ def test_content_security_policy_allows_exactly_the_page_script(page):
 
 
 def test_sections(page):
-    for section in ("summary", "plots", "frontier", "regimes", "recipes", "effects", "trials", "failed", "config",
-                    "environment"):
+    for section in ("summary", "confirmed", "plots", "frontier", "regimes", "recipes", "effects", "trials", "failed",
+                    "config", "environment"):
         assert f'id="{section}"' in page
-    assert '<div class="value good">2.29×</div>' in page  # headline speedup 16 s / 7 s
-    assert '<div class="value good">2.24×</div>' in page  # best measured on the frontier: trial 5
-    assert page.count('class="copy"') == 9  # one copy button per frontier recipe
+    assert '<div class="value good">2.51×</div>' in page  # the confirmed curve speedup
+    assert '<div class="value good">2.00×</div>' in page  # best measured on the (confirmed) frontier: trial 4
+    assert page.count('class="copy"') == 4  # one copy button per frontier recipe
     assert 'id="frontier-table"' in page and 'class="sortable"' in page
     assert "budgets: [0.25, 0.5, 1, 2]" in page  # space.yaml shown
+    assert 'id="single-runs"' not in page  # the front is made of repeated points
+
+
+def _between(page: str, start: str, end: str) -> str:
+    return page[page.index(start):][:page[page.index(start):].index(end)]
+
+
+def test_the_verdict_is_shown_with_its_interval(page, built_run):
+    from recipesearch.report import build_info, load_run
+
+    h = build_info(*load_run(built_run), run_dir=built_run).headline
+    verdict = _between(page, 'id="verdict"', "</div>\n  </div>")
+    assert 'class="verdict good"' in page and h.verdict in verdict  # ASCII: nothing to escape
+    assert f"[95% CI {h.speedup_ci_low:.2f}-{h.speedup_ci_high:.2f}]" in verdict
+    assert f"2.51× faster than the baseline [95% CI {h.speedup_ci_low:.2f}–{h.speedup_ci_high:.2f}]" in verdict
+    assert (built_run / "plots" / "tradeoff.svg").is_file() and (built_run / "plots" / "tradeoff.png").is_file()
+    assert 'id="fig-tradeoff"' in page
+
+
+def test_confirmed_recipes_and_frontier_tables(page):
+    table = _between(page, 'id="confirmed-table"', "</table>")
+    rows = re.findall(r"<tr\b.*?</tr>", table.split("<tbody>")[1], re.S)
+    assert len(rows) == 3  # the three recipes trained at two or more budgets, the confirmed one first
+    assert 'class="confirmed"' in rows[0] and '<span class="yes">✓</span>' in rows[0] and ">3+<" in rows[0]
+    assert re.search(r"2\.51× \[\d\.\d\d–\d\.\d\d\]", rows[0])
+    assert all("one seed" in r and "✓" not in r for r in rows[1:])
+    front = _between(page, 'id="frontier-table"', "</table>")
+    assert ">Seeds<" in front and ">Speedup [95% CI]<" in front and ">Confirmed<" in front
+    assert re.search(r"2\.00× \[\d\.\d\d–\d\.\d\d\]", front)  # trial 4's point, with its interval
+    assert front.count("✓ curve") == 2 and "95.00% ± 0.50" in front  # trials 6 and 7: their curve is confirmed
+    regimes = _between(page, 'id="regimes"', "</section>")
+    assert regimes.count("✓ curve 2.51×") == 3
+
+
+@pytest.fixture(scope="module")
+def single_run_page(tmp_path_factory) -> str:
+    from .fake_run import SEARCH_ROWS, write_run_dir
+
+    run = write_run_dir(tmp_path_factory.mktemp("single") / "run", trials_frame(SEARCH_ROWS))
+    return write_report(build_info(*load_run(run), run_dir=run), run).read_text()
+
+
+def test_single_runs_confirm_nothing(single_run_page):
+    page = single_run_page
+    verdict = _between(page, 'id="verdict"', "</div>\n  </div>")
+    assert 'class="verdict open"' in page and ">Not confirmed yet</div>" in verdict
+    assert "not confirmed: no recipe was trained at two or more budgets with repeated seeds" in verdict
+    assert 'id="single-runs"' in page and "made of single runs" in page  # the frontier's note
+    assert "<strong>Not confirmed:</strong> the frontier is made of single runs" in page  # regimes
+    assert "✓" not in _between(page, 'id="confirmed-table"', "</table>")
+    assert "the confirmation stage has not run" in page
+
+
+def test_nothing_beat_the_baseline_is_said_plainly(tmp_path):
+    df = trials_frame()  # the recipe with three seeds at three budgets, now 2.6x slower: not faster at all
+    df.loc[~df["is_baseline"], "train_seconds"] *= 2.6
+    page = write_report(build_info(df, {}, "", run_dir=tmp_path), tmp_path).read_text()
+    verdict = _between(page, 'id="verdict"', "</div>\n  </div>")
+    assert 'class="verdict bad"' in page and ">Nothing beat the baseline</div>" in verdict
+    assert "nothing beat the baseline: no recipe is faster beyond seed noise" in verdict
+
+
+def test_not_confirmed_when_no_recipe_has_a_curve(tmp_path):
+    df = trials_frame(SEARCH_ROWS)
+    df = df[df["is_baseline"] | df["number"].isin([5, 9])]  # recipes at one budget each
+    page = write_report(build_info(df, {}, "", run_dir=tmp_path), tmp_path).read_text()
+    assert ">Not confirmed yet</div>" in page and 'class="verdict open"' in page
+    assert "not confirmed: no recipe was trained at two or more budgets" in page
+    assert "there is no tradeoff curve to compare with the baseline" in page
 
 
 def test_inline_svg_namespaces_ids_and_rejects_scripts():
@@ -97,6 +166,6 @@ def test_report_renders_for_partial_runs(case, tmp_path, monkeypatch):
     info = build_info(df, {}, "", run_dir=tmp_path)
     index = write_report(info, tmp_path)
     page = index.read_text()
-    assert len(re.findall(r'class="plot-svg"', page)) == 4
+    assert len(re.findall(r'class="plot-svg"', page)) == len(PLOTS)
     assert (tmp_path / "pareto.csv").is_file()
     assert len(pd.read_csv(tmp_path / "pareto.csv")) == len(info.front)
