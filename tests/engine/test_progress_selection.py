@@ -24,6 +24,17 @@ def _log_ui(lines: list[str]):
     return LogUI(stream=type("S", (), {"write": lambda self, t: lines.append(t), "flush": lambda self: None})())
 
 
+def _log_of_one_trial_and_summary(space) -> tuple[str, str]:
+    """(the --quiet line of trial 2, everything printed once the summary follows)."""
+    lines: list[str] = []
+    ui = _log_ui(lines)
+    ui.start(space=space, total=3, done=0, run_dir="run", ray_address="local")
+    ui.trial_finished(_trials().iloc[2].to_dict(), _trials())
+    trial_line = "".join(lines)
+    ui.summary(_trials(), space)
+    return trial_line, "".join(lines)
+
+
 def test_a_val_search_shows_test_accuracy_as_held_out(make_space):
     from recipesearch.engine.progress import front_headline, front_table
 
@@ -33,26 +44,15 @@ def test_a_val_search_shows_test_accuracy_as_held_out(make_space):
     assert front_headline(front, held_out=True).endswith("label_smoothing, test acc 0.8700 (held out)")
     assert "held out" not in front_headline(front)
 
-    lines: list[str] = []
-    ui = _log_ui(lines)
-    ui.start(space=space, total=3, done=0, run_dir="run", ray_address="local")
-    ui.trial_finished(_trials().iloc[2].to_dict(), _trials())
-    assert "COMPLETE val acc 0.9000 test acc 0.8700 (held out)" in "".join(lines)
-    ui.summary(_trials(), space)
-    text = "".join(lines)
+    trial_line, text = _log_of_one_trial_and_summary(space)
+    assert "COMPLETE val acc 0.9000 test acc 0.8700 (held out)" in trial_line
     assert "val acc" in text and "test acc (held out)" in text and "0.8700" in text
     assert "selected on the test split" not in text
 
 
 def test_a_test_search_says_so_in_the_summary(make_space):
-    space = make_space(base=BASE, metric_split="test")
-    lines: list[str] = []
-    ui = _log_ui(lines)
-    ui.start(space=space, total=3, done=0, run_dir="run", ray_address="local")
-    ui.trial_finished(_trials().iloc[2].to_dict(), _trials())
-    assert "COMPLETE test acc 0.8700 train" in "".join(lines)
-    ui.summary(_trials(), space)
-    text = "".join(lines)
+    trial_line, text = _log_of_one_trial_and_summary(make_space(base=BASE, metric_split="test"))
+    assert "COMPLETE test acc 0.8700 train" in trial_line
     assert "held out" not in text and "test acc" in text
     assert text.rstrip().splitlines()[-1].startswith(
         "warning: this search selected on the test split: its test accuracies are optimistic; use metric_split: val")
