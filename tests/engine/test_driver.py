@@ -35,3 +35,21 @@ def test_in_process_cannot_join_a_cluster(tmp_path, write_space):
     with pytest.raises(UserError, match="--executor inprocess"):
         recipesearch.search(write_space(), out=tmp_path / "run", executor="inprocess", address="127.0.0.2:1")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(tmp_path, write_space):
+    # the shipped defaults on a tiny space: validation split, LR sweep, baseline seeds, confirmation
+    path = write_space(trials=8, metric_split="val", baseline={"seeds": 2, "tune_lr": True},
+                       confirm={"top_k": 1, "seeds": 2, "max_share": 0.6})
+    out = tmp_path / "run"
+    result = recipesearch.search(path, out=out, executor="inprocess", quiet=True, report=False)
+    csv = pd.read_csv(out / "trials.csv")
+    assert csv["stage"].tolist()[:3] == ["tune"] * 3 and (csv["stage"].iloc[3:7] == "baseline").all()
+    assert (csv["stage"] == "confirm").sum() > 0 and csv.loc[csv["stage"] == "confirm", "of_trial"].notna().all()
+    assert csv["val_accuracy"].notna().all()  # every trial measured on the held-out split
+    meta = json.loads((out / "run.json").read_text())
+    c = meta["confirmation"]
+    assert c["candidates"] and c["runs"] == (csv["stage"] == "confirm").sum()
+    assert 0 < c["share_of_train_seconds"] < 1
+    assert result.frontier.metric == "val_accuracy" and result.frontier.confirmed_front
+    assert result.headline.verdict  # confirmed, or says why not
