@@ -86,18 +86,25 @@ class ScheduleSpec(_Strict):
         return v
 
 
+# Values that validate as numbers but cannot be meant: refused with the limit named.
+MAX_EPOCHS = 10_000  # max_duration x budget
+MIN_BUDGET, MAX_BUDGET = 1e-3, 1e3
+MAX_BATCH = 65_536
+
+
 class Recipe(_Strict):
     name: str | None = None
     model: ModelSpec = Field(default_factory=ModelSpec)
     data: DataSpec
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
-    max_duration: float = Field(..., gt=0, description="epochs at budget 1.0")
-    budget: float = Field(1.0, gt=0, description="scale_schedule_ratio: multiplies epochs and schedule")
-    batch_size: int = Field(128, gt=0)
-    eval_batch_size: int = Field(1024, gt=0)
+    max_duration: float = Field(..., gt=0, le=MAX_EPOCHS, description="epochs at budget 1.0")
+    budget: float = Field(1.0, ge=MIN_BUDGET, le=MAX_BUDGET,
+                          description="scale_schedule_ratio: multiplies epochs and schedule")
+    batch_size: int = Field(128, gt=0, le=MAX_BATCH)
+    eval_batch_size: int = Field(1024, gt=0, le=MAX_BATCH)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32, description="numpy and torch seeds; < 2**32 (numpy's limit)")
     threads: int | None = Field(None, gt=0, description="torch threads for this run (None: leave as is)")
     device: str = "auto"
     algorithms: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -196,6 +203,12 @@ def check_recipe(recipe: Recipe) -> None:
     from recipesearch.algorithms import build_algorithms
     from recipesearch.models import create_model
 
+    if recipe.max_duration * recipe.budget > MAX_EPOCHS:
+        raise ConfigError("budget", f"max_duration x budget = {recipe.max_duration * recipe.budget:g} epochs: more "
+                                    f"than the {MAX_EPOCHS} a recipe may train")
+    if recipe.schedule.warmup_epochs > recipe.max_duration:
+        raise ConfigError("schedule.warmup_epochs", f"{recipe.schedule.warmup_epochs:g} epochs of warmup in a "
+                                                    f"{recipe.max_duration:g}-epoch run (max_duration)")
     build_algorithms(recipe.algorithms, recipe=recipe)  # validates names, hparams, interactions
     # Building on the meta device checks the name and every option without allocating weights.
     with torch.device("meta"):

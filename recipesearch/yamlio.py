@@ -1,12 +1,57 @@
-"""YAML reading that remembers the line of every field, so errors can say ``file:line: field``."""
+"""YAML reading that remembers the line of every field, so errors can say ``file:line: field``.
+
+Recipes, spaces and ``--set`` values are read with ``StrictLoader``: PyYAML's safe loader, minus what
+turns a typo into a silently wrong run or a hang:
+- a key given twice is an error (the safe loader keeps the last: ``lr: 5.0`` after ``lr: 0.1``);
+- only true/false are booleans (YAML 1.1 also reads yes/no/on/off, so ``lr: yes`` became 1.0);
+- aliases (``*name``) are refused: a few lines of nested aliases ("billion laughs") expand to billions
+  of nodes, and recipes have no need for them;
+- nesting deeper than Python's recursion allows is a one-line error, not a RecursionError.
+"""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from recipesearch.errors import ConfigError
+
+BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class StrictLoader(yaml.SafeLoader):
+    """See the module docstring."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed here: write the "
+                                              "value out", event.start_mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base class says so
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}: it is given twice",
+                                                        key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+StrictLoader.add_implicit_resolver(BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+
 
 
 class LineMap(dict):
@@ -38,17 +83,22 @@ def _walk(node: yaml.Node, prefix: str, lines: LineMap) -> None:
 
 def parse_yaml(text: str, source: str = "<string>") -> tuple[Any, LineMap]:
     """Parse YAML text; return the data and the line of each field. Syntax errors are ConfigErrors."""
+    loader = StrictLoader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+        lines = LineMap()
+        if node is not None:
+            _walk(node, "", lines)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError("", f"invalid YAML: {problem}", source, line) from None
-    lines = LineMap()
-    if node is not None:
-        _walk(node, "", lines)
+    except RecursionError:
+        raise ConfigError("", "invalid YAML: nested too deeply", source) from None
+    finally:
+        loader.dispose()
     return data, lines
 
 

@@ -30,6 +30,8 @@ def make_recipe(algorithms: dict[str, dict[str, Any]] | None = None, **overrides
             base[key] = {**base[key], **value}
         else:
             base[key] = value
+    if "schedule" not in overrides:  # a shorter run keeps its warmup within the run (longer is refused)
+        base["schedule"]["warmup_epochs"] = min(base["schedule"]["warmup_epochs"], base["max_duration"])
     return recipe_from_dict(base)
 
 

@@ -5,9 +5,8 @@ import argparse
 import json
 from pathlib import Path
 
-import yaml
-
 from recipesearch.errors import ConfigError, UserError
+from recipesearch.yamlio import parse_yaml
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +25,8 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError("--set", f"expected KEY=VALUE, got {item!r}")
-        overrides[key.strip()] = yaml.safe_load(value) if value else None  # YAML typing: 0.2 → float
+        # YAML typing (0.2 is a float), with the recipe file's rules: a bad value is a one-line error
+        overrides[key.strip()] = parse_yaml(value, source=f"--set {key.strip()}")[0] if value else None
     return overrides
 
 

@@ -1,0 +1,97 @@
+"""Malformed and absurd inputs through the command line: exit 2, one line naming the field (and the line of
+the file where there is one), no traceback, nothing written. The start of issue 16's corpus."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recipesearch.cli import main
+
+GOOD = """\
+model: {name: cnn, width: 8}
+data: {name: digits}
+optimizer: {name: sgd, lr: 0.2}
+schedule: {name: cosine, warmup_epochs: 0.2}
+max_duration: 1
+batch_size: 32
+threads: 1
+device: cpu
+"""
+
+
+def call(capsys, *args: str) -> tuple[int, str]:
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def alias_bomb(levels: int = 7) -> str:
+    """'Billion laughs': each level a list of nine aliases of the one before (9**7 ~ 4.8 million leaves)."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n" + GOOD
+
+
+RECIPES = [  # (name, recipe text, field named, words in the message, line)
+    ("duplicate key", GOOD + "optimizer: {name: sgd, lr: 5.0}\n", "", "duplicate key 'optimizer'", 9),
+    ("yes is not true", GOOD.replace("lr: 0.2", "lr: yes"), "optimizer.lr", "valid number", 3),
+    ("alias bomb", alias_bomb(), "", "aliases", 2),
+    ("deep nesting", "[" * 5000 + "]" * 5000 + "\n", "", "nested too deeply", None),
+    ("python tag", GOOD + "name: !!python/object/apply:os.system [echo hi]\n", "", "constructor", 9),
+    ("seed past numpy's range", GOOD + "seed: 1180591620717411303424\n", "seed", "less than 4294967296", 9),
+    ("negative seed", GOOD + "seed: -1\n", "seed", "greater than or equal to 0", 9),
+    ("warmup longer than the run", GOOD.replace("warmup_epochs: 0.2", "warmup_epochs: 100"),
+     "schedule.warmup_epochs", "100 epochs of warmup in a 1-epoch run", 4),
+    ("huge batch", GOOD.replace("batch_size: 32", "batch_size: 1000000000"), "batch_size", "65536", 6),
+    ("tiny budget", GOOD + "budget: 1.0e-9\n", "budget", "0.001", 9),
+    ("huge budget", GOOD + "budget: 1.0e+9\n", "budget", "1000", 9),
+    ("a million epochs", GOOD.replace("max_duration: 1", "max_duration: 1000000"), "max_duration", "10000", 5),
+    ("epochs x budget", GOOD.replace("max_duration: 1", "max_duration: 9000") + "budget: 2\n", "budget",
+     "18000 epochs", None),
+]
+
+
+@pytest.mark.parametrize("name,text,field,words,line", RECIPES, ids=[r[0] for r in RECIPES])
+def test_bad_recipes_are_one_line_errors_and_write_nothing(tmp_path, capsys, name, text, field, words, line):
+    recipe, out = tmp_path / "r.yaml", tmp_path / "out"
+    recipe.write_text(text)
+    code, printed = call(capsys, "train", str(recipe), "--out", str(out))
+    assert code == 2, printed
+    assert printed.startswith("error: ") and printed.count("\n") == 1 and "Traceback" not in printed, printed
+    where = f"{recipe}:{line}: " if line else f"{recipe}"
+    assert printed.startswith(f"error: {where}"), printed
+    assert (f"{field}: " in printed if field else True) and words in printed, printed
+    assert not out.exists()
+
+
+SETS = [  # --set values: (value, words)
+    ("optimizer.lr=[1", "invalid YAML"),
+    ("name=a: b: c", "invalid YAML"),
+    ("name=!!python/object/apply:os.system [echo hi]", "constructor"),
+    ("optimizer.lr=yes", "valid number"),
+    ("seed=2e70", "seed"),
+    ("budget=1e9", "budget"),
+]
+
+
+@pytest.mark.parametrize("override,words", SETS, ids=[s[0] for s in SETS])
+def test_bad_set_values_are_one_line_errors(tmp_path, capsys, override, words):
+    recipe, out = tmp_path / "r.yaml", tmp_path / "out"
+    recipe.write_text(GOOD)
+    code, printed = call(capsys, "train", str(recipe), "--set", override, "--out", str(out))
+    assert code == 2 and printed.count("\n") == 1 and "Traceback" not in printed, printed
+    assert "--set" in printed and words in printed, printed
+    assert not out.exists()
+
+
+def test_a_space_with_a_duplicate_key_names_its_line(tmp_path, capsys):
+    space = tmp_path / "s.yaml"
+    space.write_text(f"base: {Path(__file__).resolve().parents[1] / 'recipes/digits_baseline.yaml'}\n"
+                     "seed: 5\nseed: 6\n")
+    code, printed = call(capsys, "search", str(space), "--out", str(tmp_path / "run"))
+    assert code == 2 and printed == f"error: {space}:3: invalid YAML: duplicate key 'seed': it is given twice\n"
+    assert not (tmp_path / "run").exists()
