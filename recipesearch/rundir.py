@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import threading
 from dataclasses import dataclass
@@ -227,7 +228,7 @@ class RunLog:
 
         started = now_iso()
         self.data.update({
-            "command": command,
+            "command": redact_command(command),
             "run_dir": str(run_dir.resolve()),
             "space_name": space.name,
             "space_hash": space.hash,
@@ -245,7 +246,7 @@ class RunLog:
             "end_time": None,
         })
         self.data.setdefault("start_time", started)
-        self.data["sessions"].append({"command": command, "start_time": started, "end_time": None,
+        self.data["sessions"].append({"command": redact_command(command), "start_time": started, "end_time": None,
                                       "ray_address": ray_address, "executor": executor})
         self.save()
 
@@ -267,11 +268,18 @@ class RunLog:
         write_atomic(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
 
 
-def redact_url(url: str) -> str:
-    """A database URL without its password (run.json is shared with reports)."""
-    try:
-        from sqlalchemy.engine import make_url
+# scheme://user:password@host... : the password is what sits between the first ":" after "//" and the last "@".
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/:@\s]*):(?P<password>[^\s]*)@")
 
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - not a URL sqlalchemy knows: shown as given
-        return url
+
+def redact_url(url: str) -> str:
+    """A database URL without its password (run.json is shared with reports, logs and error messages).
+
+    By pattern, not by parsing: whatever sits between ``scheme://user:`` and the last ``@`` goes, so a
+    URL no parser accepts (an unencoded ``@`` in the password) is never shown with its password."""
+    return _USERINFO.sub(lambda m: f"{m.group('head')}:***@", url)
+
+
+def redact_command(argv: list[str]) -> list[str]:
+    """A command line with every URL's password redacted (``--storage URL`` and ``--storage=URL`` alike)."""
+    return [redact_url(a) if "://" in a else a for a in argv]

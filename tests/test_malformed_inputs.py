@@ -95,3 +95,14 @@ def test_a_space_with_a_duplicate_key_names_its_line(tmp_path, capsys):
     code, printed = call(capsys, "search", str(space), "--out", str(tmp_path / "run"))
     assert code == 2 and printed == f"error: {space}:3: invalid YAML: duplicate key 'seed': it is given twice\n"
     assert not (tmp_path / "run").exists()
+
+
+def test_a_storage_password_is_never_shown(tmp_path, capsys):
+    space = tmp_path / "s.yaml"
+    space.write_text(f"base: {Path(__file__).resolve().parents[1] / 'recipes/digits_baseline.yaml'}\n")
+    out = tmp_path / "run"
+    for url in ("postgresql://u:secret@127.0.0.1:1/db", "postgresql://u:se@cret@127.0.0.1:1/db", "nosuch://u:secret@x"):
+        code, printed = call(capsys, "search", str(space), "--out", str(out), "--storage", url)
+        assert code == 2 and printed.count("\n") == 1 and "--storage" in printed, printed
+        assert "secret" not in printed and "cret" not in printed and "u:***@" in printed, printed
+        assert not out.exists()

@@ -123,3 +123,23 @@ def test_concurrent_reader_never_sees_half_a_file(tmp_path):
     reader.join()
     assert seen and all(seen)
     assert [p.name for p in tmp_path.iterdir()] == ["index.html"]  # no temporary files left behind
+
+
+def test_passwords_are_redacted_from_urls_and_command_lines():
+    from recipesearch.rundir import redact_command, redact_url
+
+    assert redact_url("postgresql://u:secret@127.0.0.1:5432/db") == "postgresql://u:***@127.0.0.1:5432/db"
+    assert redact_url("postgresql://u:se@cr/et@host/db") == "postgresql://u:***@host/db"  # unparsable: still hidden
+    assert redact_url("sqlite:////tmp/a@b/study.db") == "sqlite:////tmp/a@b/study.db"  # no password to hide
+    assert redact_command(["search", "--storage", "mysql://a:pw@h/d", "--storage=postgresql://a:pw@h/d"]) == \
+        ["search", "--storage", "mysql://a:***@h/d", "--storage=postgresql://a:***@h/d"]
+
+
+def test_run_json_keeps_no_password(tmp_path, make_space):
+    run = RunDir(tmp_path)
+    space = make_space()
+    run.prepare(space, resume=False, force=False)
+    log = RunLog(run, resuming=False)
+    log.start(command=["recipesearch", "search", "s.yaml", "--storage", "postgresql://u:secret@h/db"], space=space,
+              storage="postgresql://u:secret@h/db", ray_address=None, n_trials=6, run_dir=tmp_path, executor="ray")
+    assert "secret" not in (tmp_path / "run.json").read_text()

@@ -188,6 +188,8 @@ class RayHandle:
                 # halt beside two nice-0 jobs on 2 cores). Trials run at the priority `recipesearch train`
                 # would have. (A cluster's raylets are started by `ray start`, with their own setting.)
                 os.environ.setdefault("RAY_worker_niceness", "0")
+                # A local Ray listens on loopback only: no token to manage (and no warning about it).
+                os.environ.setdefault("RAY_AUTH_MODE", "disabled")
                 cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
                 ray.init(num_cpus=cpus, _node_ip_address=LOOPBACK_IP, include_dashboard=False, **common)
         except ConnectionError as exc:
