@@ -107,8 +107,7 @@ class RunDir:
         A non-empty directory is only reused with ``--resume`` (same space) or wiped with ``--force``.
         """
         root = self.root
-        if root.exists() and not root.is_dir():
-            raise UserError(f"--out: {root} exists and is not a directory")
+        check_out_dir(root)
         non_empty = root.is_dir() and any(root.iterdir())
         if non_empty and not (resume or force):
             raise UserError(f"--out: {root} is not empty; pass --resume to continue that search or --force to "
@@ -137,7 +136,10 @@ class RunDir:
         resuming = self.check(space, resume, force)
         if not resuming and force and self.root.is_dir():
             shutil.rmtree(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--out: cannot create {self.root}: {exc.strerror or exc}") from None
         if not resuming:
             write_atomic(self.space_yaml, space.text)
         return resuming
@@ -270,6 +272,18 @@ class RunLog:
 
 # scheme://user:password@host... : the password is what sits between the first ":" after "//" and the last "@".
 _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/:@\s]*):(?P<password>[^\s]*)@")
+
+
+def check_out_dir(path: Path, flag: str = "--out") -> None:
+    """Refuse, before any work, an output directory that cannot be created or written: an existing file,
+    or a path whose nearest existing ancestor is not a writable directory (``/proc/x``, a read-only mount)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{flag}: {path} exists and is not a directory")
+    ancestor = next((p for p in (path, *path.parents) if p.exists()), None)
+    if ancestor is None or not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK) \
+            or Path("/proc") in (ancestor, *ancestor.parents) or Path("/sys") in (ancestor, *ancestor.parents):
+        raise UserError(f"{flag}: cannot create {path}: {ancestor} is not a writable directory")
 
 
 def redact_url(url: str) -> str:

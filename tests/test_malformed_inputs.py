@@ -106,3 +106,44 @@ def test_a_storage_password_is_never_shown(tmp_path, capsys):
         assert code == 2 and printed.count("\n") == 1 and "--storage" in printed, printed
         assert "secret" not in printed and "cret" not in printed and "u:***@" in printed, printed
         assert not out.exists()
+
+
+def _digits_space(tmp_path, extra: str = "") -> Path:
+    space = tmp_path / "s.yaml"
+    space.write_text(f"base: {Path(__file__).resolve().parents[1] / 'recipes/digits_baseline.yaml'}\n{extra}")
+    return space
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--out", "/proc/x"], "--out: cannot create /proc/x"),
+    (["--address", "notanaddress"], "--address: expected HOST:PORT"),
+    (["--address", "ray://:10001"], "--address: expected HOST:PORT"),
+    (["--report-every", "-1"], "--report-every"),
+    (["--report-every", "two"], "--report-every"),
+], ids=["out in /proc", "address without port", "address without host", "negative report-every", "report-every text"])
+def test_bad_search_flags_are_refused_before_anything_starts(tmp_path, capsys, flags, words):
+    args = ["search", str(_digits_space(tmp_path))]
+    args += flags if flags[0] == "--out" else ["--out", str(tmp_path / "run"), *flags]
+    code, printed = call(capsys, *args)
+    assert code == 2 and words in printed and "Traceback" not in printed, printed
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("option,words", [
+    ("n_startup_trials: -3", "must be >= 0"), ("n_startup_trials: 2.5", "an integer"),
+    ("n_ei_candidates: 0", "must be >= 1"), ("multivariate: 1", "true or false"),
+])
+def test_bad_sampler_options_name_the_option(tmp_path, capsys, option, words):
+    space = _digits_space(tmp_path, f"sampler: {{name: tpe, {option}}}\n")
+    code, printed = call(capsys, "search", str(space), "--out", str(tmp_path / "run"))
+    assert code == 2 and f"sampler.{option.split(':')[0]}: " in printed and words in printed, printed
+    assert printed.startswith(f"error: {space}:2: ")
+
+
+def test_train_refuses_an_out_that_is_a_file_before_training(tmp_path, capsys):
+    recipe, out = tmp_path / "r.yaml", tmp_path / "out"
+    recipe.write_text(GOOD)
+    out.write_text("not a directory")
+    code, printed = call(capsys, "train", str(recipe), "--out", str(out))
+    assert code == 2 and printed == f"error: --out: {out} exists and is not a directory\n"
+    assert out.read_text() == "not a directory"

@@ -20,11 +20,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ray: trials on Ray Tune (default); inprocess: no Ray, one trial after another in this process")
     p.add_argument("--trials", type=int, metavar="N", help="total trials, baselines included (overrides the space)")
     p.add_argument("--concurrency", type=int, metavar="N", help="trials at a time (overrides the space)")
-    p.add_argument("--report-every", type=int, default=4, metavar="K",
+    p.add_argument("--report-every", type=non_negative_int, default=4, metavar="K",
                    help="rebuild the report after every K finished trials (0: only at the end; default 4)")
     p.add_argument("--no-report", dest="report", action="store_false",
                    help="no report (rebuild it later with `recipesearch report OUT`)")
     p.add_argument("--quiet", action="store_true", help="plain log lines instead of the live progress display")
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: 0, 1, 2 ... (argparse turns the ValueError into a one-line usage error, exit 2)."""
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from recipesearch.errors import ConfigError, UserError
+from recipesearch.rundir import check_out_dir
 from recipesearch.yamlio import parse_yaml
 
 
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     if args.overrides:
         recipe = recipe.with_overrides(parse_overrides(args.overrides))
     out = Path(args.out) if args.out else None
+    if out is not None:
+        check_out_dir(out)  # before training: a result must never be lost to an unwritable --out
     if out is not None and (out / "result.json").exists() and not args.force:
         raise UserError(f"--out: {out / 'result.json'} exists; pass --force to overwrite or choose another --out")
 

@@ -153,9 +153,11 @@ class RayTune:
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail in seconds, not minutes (ray.init retries for long), when nothing listens at host:port."""
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if address == "auto" or not sep or not port.isdigit():
+    if address == "auto":
         return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not (sep and host and port.isdigit() and 0 < int(port) < 65536):
+        raise UserError(f"--address: expected HOST:PORT of a Ray head (or auto), got {address!r}")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as exc:
@@ -192,7 +194,9 @@ class RayHandle:
                 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
                 cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
                 ray.init(num_cpus=cpus, _node_ip_address=LOOPBACK_IP, include_dashboard=False, **common)
-        except ConnectionError as exc:
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            if not address:
+                raise
             raise UserError(f"--address: cannot join Ray at {address}: {str(exc).splitlines()[0]}") from None
         self.started = True
         self.address = ray.get_runtime_context().gcs_address

@@ -13,7 +13,7 @@ from recipesearch.algorithms import get_algorithm
 from recipesearch.errors import ConfigError
 from recipesearch.space.messages import field_error, show
 from recipesearch.space.param_entries import ParamEntry
-from recipesearch.space.sampler_spec import SAMPLER_OPTIONS, SAMPLERS
+from recipesearch.space.sampler_spec import OPTION_RANGES, SAMPLER_OPTIONS, SAMPLERS, option_problem
 from recipesearch.space.section import Section
 
 DIRECTIONS = {"accuracy": "maximize", "train_seconds": "minimize", "cost": "minimize"}
@@ -56,9 +56,18 @@ class SamplerEntry(Section):
             raise field_error(f"unknown sampler {name!r} (allowed: {', '.join(SAMPLERS)})", at="name")
         return ("name", "seed", *SAMPLER_OPTIONS[name])
 
+    @model_validator(mode="after")
+    def _option_values(self) -> SamplerEntry:
+        for name, value in (self.model_extra or {}).items():
+            problem = option_problem(name, value)
+            if problem:
+                raise field_error(problem, at=name)
+        return self
+
     @property
     def options(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        extra = self.model_extra or {}
+        return {k: int(v) if OPTION_RANGES.get(k, ("",))[0] == "int" else v for k, v in extra.items()}
 
 
 class ResourcesEntry(Section):
