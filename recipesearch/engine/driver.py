@@ -12,8 +12,10 @@ or disk problem there is reported, never allowed to stop the search — the stud
 """
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,24 @@ if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
 
 EXECUTORS = ("ray", "inprocess")
+
+
+def _sigterm_as_interrupt() -> Any:
+    """SIGTERM (what `timeout`, `kill` and batch schedulers send) ends the search as Ctrl-C does: trials in
+    flight recorded interrupted and queued again, run.json "interrupted", resumable. Returns the handler
+    it replaced (None when not on the main thread, where Python cannot set one)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -93,6 +113,7 @@ class SearchDriver:
             from recipesearch.engine.ray_tune import RayHandle
 
             self.ray = RayHandle(opts.address, space.threads_per_trial)
+        previous_sigterm = _sigterm_as_interrupt()
         try:
             if self.ray is not None:
                 cluster = self.ray.check_resources(space.resources.cpus, space.resources.gpus)
@@ -135,6 +156,8 @@ class SearchDriver:
             self.ui.stop()
             self._close("failed")
             raise
+        finally:
+            _restore_sigterm(previous_sigterm)
         df = self._write_csv()
         self.ui.stop()
         self._log_confirmation(df)

@@ -108,11 +108,13 @@ def test_kill_9_mid_search_then_resume(tmp_path, write_space, ray_env, run_cli, 
     assert len(meta["sessions"]) == 2 and meta["status"] == "finished" and meta["end_time"]
 
 
-def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, ray_env, load_run_study):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, ray_env, load_run_study, sig):
+    # SIGTERM (timeout, kill, batch schedulers) is handled as Ctrl-C is
     space, out, log = write_space(trials=12), tmp_path / "run", tmp_path / "first.log"
     proc = _start(space, out, ray_env, log)
     _wait_for_completed(proc, out, 2, log)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     assert proc.wait(timeout=60) == 130, log.read_text()
     text = log.read_text()
     assert "--resume" in text
