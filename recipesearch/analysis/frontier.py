@@ -238,7 +238,11 @@ def _recipe_keys(df: pd.DataFrame) -> pd.Series:
     keys = pd.Series(keys, index=df.index, dtype=object)
     own = keys.eq("")
     keys[own] = "trial-" + df.loc[own, "number"].astype(str)
-    keys[df["is_baseline"].to_numpy()] = BASELINE_KEY
+    # A run of the base recipe is a baseline run whatever stage trained it (the LR sweep's run at the LR it
+    # chose is the baseline's first seed at that budget).
+    base = df["is_baseline"].to_numpy(dtype=bool).copy()
+    base |= keys.isin(set(keys[base]) - set(keys[own])).to_numpy()
+    keys[base] = BASELINE_KEY
     return keys.astype(str)
 
 
@@ -282,6 +286,7 @@ def _with_columns(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
     df["is_baseline"] = _bool_values(df["is_baseline"]) if "is_baseline" in df else False
     df["algorithms"] = df["algorithms"].map(lambda s: s if isinstance(s, str) else "") if "algorithms" in df else ""
     df["recipe_key"] = _recipe_keys(df)
+    df["is_baseline"] = df["recipe_key"].eq(BASELINE_KEY)
     return df
 
 
@@ -312,6 +317,18 @@ def _speedup_columns(rows: pd.DataFrame, curve: TradeoffCurve, metric: str) -> p
         "baseline_accuracy_at_time": g.baseline_accuracy, "speedup_status": s.status.astype(str),
         "gain_status": g.status.astype(str),
     }, index=rows.index)  # fmt: skip
+
+
+def _distinct_seeds(done: pd.DataFrame) -> pd.DataFrame:
+    """One run per (recipe, budget, seed): training the same recipe with the same seed again measures the
+    same thing twice (a deterministic rerun), and counting both would shrink the interval for nothing.
+    The earliest run is kept. Tables without a ``seed`` column are taken as they are."""
+    if "seed" not in done or done.empty:
+        return done
+    seed = pd.to_numeric(done["seed"], errors="coerce")
+    repeat = seed.notna() & done.assign(_seed=seed).sort_values("number").duplicated(
+        ["recipe_key", "budget", "_seed"]).reindex(done.index)
+    return done[~repeat]
 
 
 def _points(done: pd.DataFrame, metric: str, confidence: float) -> pd.DataFrame:
@@ -496,7 +513,7 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
     done = pd.Series(df["state"].eq(COMPLETE).to_numpy() & np.isfinite(metric_values) & np.isfinite(seconds)
                      & (seconds > 0), index=df.index, dtype=bool)
     df["completed"] = done
-    completed = df[done]
+    completed = _distinct_seeds(df[done])
     objectives, directions, warnings = _used_objectives(space, metric, completed[COST].to_numpy(dtype=float))
 
     # 2) points (seed means) and the baseline curve

@@ -12,6 +12,7 @@ or disk problem there is reported, never allowed to stop the search — the stud
 """
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,6 +108,7 @@ class SearchDriver:
         space, opts, run = self.space, self.opts, self.run_dir
         # 1) everything that can refuse, before anything is written: flags vs run dir, storage, Ray
         run.check(space, opts.resume, opts.force)
+        new_dir = not run.root.exists()  # ours to remove if the search is refused before it starts
         storage = st.make_storage(opts.storage) if opts.storage else None
         cluster: dict[str, float] = {}
         if opts.executor == "ray":
@@ -126,7 +128,8 @@ class SearchDriver:
                 # The seeded sampler would replay the first session's draws (its RNG starts over): the
                 # same recipes trained twice. A fresh seed; the history in the study still guides it.
                 sampler.reseed_rng()
-            self.study = st.open_study(space, storage, sampler, resuming, force=opts.force)
+            self.study = st.open_study(space, storage, sampler, resuming, force=opts.force,
+                                       owner=str(run.root.resolve()))
             self.loop = SearchLoop(space, self.study, storage, self.n_trials, self._on_start, self._on_finish,
                                    on_message=self._on_message)
             recovered, baselines = self.loop.prepare(resuming)
@@ -155,6 +158,8 @@ class SearchDriver:
         except BaseException:
             self.ui.stop()
             self._close("failed")
+            if self.log is None and new_dir:  # refused before the search started: leave nothing behind
+                shutil.rmtree(run.root, ignore_errors=True)
             raise
         finally:
             _restore_sigterm(previous_sigterm)

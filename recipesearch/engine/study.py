@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 INTERRUPTED = "interrupted"  # error text of a trial whose driver went away before it finished
 QUEUED_PARAMS = "queued_params"  # user attr: the params an enqueued trial was queued with
+OWNER = "run_dir"  # study user attr: the run directory that created the study
 # Stages of a search, in the order they run (user attr ``stage``): the LR sweep of the base recipe
 # (baseline.tune_lr), the baseline runs (every budget x seeds), the proposals (sampled or swept), the
 # confirmation re-runs of the best proposals (extra seeds, every budget; user attr ``of_trial``).
@@ -59,22 +60,34 @@ def make_storage(url: str) -> optuna.storages.BaseStorage:
 
 
 def open_study(space: SearchSpace, storage: optuna.storages.BaseStorage, sampler: Any,
-               resuming: bool, force: bool = False) -> optuna.Study:
+               resuming: bool, force: bool = False, owner: str | None = None) -> optuna.Study:
     """Create the study (fresh run) or load it (resume), checking its directions against the space.
 
     A fresh run finding a study of the same name (a shared --storage) refuses, unless ``force``: then
-    that study is deleted, as --force deletes the run directory. Replay passes an ``InMemoryStorage``.
+    that study is deleted, as --force deletes the run directory, but only when it belongs to this run
+    directory (``owner``, kept as the study's user attr ``OWNER``): --force never deletes another run's
+    study. Replay passes an ``InMemoryStorage``.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if space.name in optuna.get_all_study_names(storage=storage) and not resuming:
         if not force:
             raise UserError(f"--storage already has a study named {space.name!r}; pass --resume to continue "
                             "it, --force to delete it, or rename the space")
+        other = optuna.load_study(study_name=space.name, storage=storage).user_attrs.get(OWNER)
+        if owner is not None and other is not None and other != owner:
+            raise UserError(f"--force: the study {space.name!r} in --storage belongs to the run directory {other}, "
+                            "not to this one; not deleting it (rename the space, or --force from that directory)")
         optuna.delete_study(study_name=space.name, storage=storage)
     if not isinstance(sampler, HideRepeats):
         sampler = HideRepeats(sampler, sampler_sees)
-    study = optuna.create_study(storage=storage, study_name=space.name, sampler=sampler,
-                                directions=list(space.directions), load_if_exists=True)
+    try:
+        study = optuna.create_study(storage=storage, study_name=space.name, sampler=sampler,
+                                    directions=list(space.directions), load_if_exists=True)
+    except Exception as exc:  # noqa: BLE001 - e.g. two searches creating the same study at once
+        raise UserError(f"--storage: cannot create the study {space.name!r}: {str(exc).splitlines()[0][:200]} "
+                        "(is another search starting with the same space and storage?)") from None
+    if owner is not None and OWNER not in study.user_attrs:
+        study.set_user_attr(OWNER, owner)
     found = [d.name.lower() for d in study.directions]
     if found != list(space.directions):
         raise UserError(f"study {space.name!r} has directions {found}, the space {list(space.directions)}")
@@ -217,7 +230,8 @@ def ensure_baselines(study: optuna.Study, space: SearchSpace, lr: Any = None) ->
     """Enqueue the base recipe (at LR parameter ``lr``; None: the base LR) at every budget and seed index
     that has no baseline trial yet (any state). Returns how many."""
     runs = [(params, s) for params in space.baselines(lr) for s in range(space.baseline.seeds)]
-    return enqueue_missing(study, runs, [BASELINE], stage=BASELINE, is_baseline=True)
+    # The LR sweep's run at the chosen LR is already the baseline's first seed at that budget.
+    return enqueue_missing(study, runs, [TUNE, BASELINE], stage=BASELINE, is_baseline=True)
 
 
 def requeue_attrs(t: FrozenTrial | optuna.Trial, number: int) -> dict[str, Any]:

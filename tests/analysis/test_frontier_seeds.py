@@ -111,3 +111,13 @@ def test_test_labels_never_select():
         (g.headline.number, g.headline.speedup, g.headline.verdict)
     # the test means do move: they are shown, not used
     assert not np.allclose(f.points["test_accuracy_mean"], g.points["test_accuracy_mean"])
+
+
+def test_a_rerun_with_the_same_seed_counts_once_and_the_base_recipe_is_the_baseline():
+    base = runs("baseline", BASE, is_baseline=True)
+    rerun = dict(base[0], number=99)  # budget 0.25, seed 0 again: the same measurement twice
+    sweep = dict(base[3], number=100, is_baseline=False, recipe_key="baseline", stage="tune", seed=7)
+    f = frontier(table(base, [rerun, sweep]), VAL)
+    p = f.baseline_points.set_index("budget")
+    assert p.loc[0.25, "n_seeds"] == 3  # not 4
+    assert p.loc[0.5, "n_seeds"] == 4 and f.trials["is_baseline"].sum() == 11  # the sweep's run is a baseline run

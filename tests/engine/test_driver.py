@@ -44,7 +44,9 @@ def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(t
     out = tmp_path / "run"
     result = recipesearch.search(path, out=out, executor="inprocess", quiet=True, report=False)
     csv = pd.read_csv(out / "trials.csv")
-    assert csv["stage"].tolist()[:3] == ["tune"] * 3 and (csv["stage"].iloc[3:7] == "baseline").all()
+    # 2 budgets x 2 seeds, less the LR sweep's run at the chosen LR: it is the first seed at budget 1
+    assert csv["stage"].tolist()[:3] == ["tune"] * 3 and csv["stage"].tolist()[3:7] == ["baseline"] * 3 + ["search"]
+    assert result.frontier.baseline_points["n_seeds"].tolist() == [2, 2]
     assert (csv["stage"] == "confirm").sum() > 0 and csv.loc[csv["stage"] == "confirm", "of_trial"].notna().all()
     assert csv["val_accuracy"].notna().all()  # every trial measured on the held-out split
     meta = json.loads((out / "run.json").read_text())
@@ -53,3 +55,21 @@ def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(t
     assert 0 < c["share_of_train_seconds"] < 1
     assert result.frontier.metric == "val_accuracy" and result.frontier.confirmed_front
     assert result.headline.verdict  # confirmed, or says why not
+
+
+def test_force_never_deletes_another_run_directorys_study(tmp_path, write_space):
+    """Two run directories sharing one --storage: --force in the second refuses to delete the first's study,
+    and leaves no trace of itself."""
+    import optuna
+
+    path, storage = write_space(trials=2), f"sqlite:///{tmp_path / 'shared.db'}"
+    first = tmp_path / "first"
+    recipesearch.search(path, out=first, storage=storage, executor="inprocess", quiet=True, report=False)
+    with pytest.raises(UserError, match="belongs to the run directory .*first"):
+        recipesearch.search(path, out=tmp_path / "second", storage=storage, executor="inprocess", quiet=True,
+                            report=False, force=True)
+    assert not (tmp_path / "second").exists()
+    study = optuna.load_study(study_name="tiny", storage=storage)
+    assert len(study.get_trials()) == 2 and study.user_attrs["run_dir"] == str(first.resolve())
+    # --force from the owner's own directory still starts it again
+    recipesearch.search(path, out=first, storage=storage, executor="inprocess", quiet=True, report=False, force=True)
