@@ -147,3 +147,16 @@ def test_train_refuses_an_out_that_is_a_file_before_training(tmp_path, capsys):
     code, printed = call(capsys, "train", str(recipe), "--out", str(out))
     assert code == 2 and printed == f"error: --out: {out} exists and is not a directory\n"
     assert out.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("data,field,words", [
+    ("{name: fashion_mnist, root: /nonexistent/dir}", "", "files not found in /nonexistent/dir"),
+    ("{name: digits, subset: 1.0e-6}", "data.subset", "fewer than the 10 classes"),
+], ids=["fashion-mnist root that does not exist", "subset of less than one image per class"])
+def test_data_that_cannot_be_meant_is_refused(tmp_path, capsys, data, field, words):
+    recipe, out = tmp_path / "r.yaml", tmp_path / "out"
+    recipe.write_text(GOOD.replace("data: {name: digits}", f"data: {data}"))
+    code, printed = call(capsys, "train", str(recipe), "--out", str(out))
+    assert code == 2 and printed.count("\n") == 1 and words in printed and "Traceback" not in printed, printed
+    assert (f"{field}: " in printed) if field else True
+    assert not out.exists()

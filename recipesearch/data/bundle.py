@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from recipesearch.data.registry import ENV_DATA, RawDataset, get_dataset
 from recipesearch.data.spec import DataSpec
 from recipesearch.data.split import fraction_count, stratified_mask
+from recipesearch.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,34 @@ def clear_cache() -> None:
     _BUNDLE_CACHE.clear()
 
 
-def resize_images(images: torch.Tensor, size: int, chunk: int = 4096) -> torch.Tensor:
-    """uint8 [N, C, H, W] -> uint8 [N, C, size, size], bilinear, antialiased when shrinking, in chunks."""
+MAX_MEMORY_SHARE = 0.5  # decoded images may take at most this share of the machine's memory
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_fits(raw: RawDataset, size: int) -> None:
+    """Refuse an image size whose decoded dataset would not fit (``image_size: 1024`` on digits is ~2 GB of
+    uint8 and far more once training starts) before decoding it."""
+    n = raw.train_images.shape[0] + raw.test_images.shape[0]
+    need = n * raw.channels * size * size
+    total = _memory_bytes()
+    if total and need > MAX_MEMORY_SHARE * total:
+        raise ConfigError("data.image_size", f"{size} px: {n} images take {need / 2**30:.1f} GiB decoded, more than "
+                                             f"{MAX_MEMORY_SHARE:.0%} of this machine's {total / 2**30:.0f} GiB")
+
+
+def resize_images(images: torch.Tensor, size: int, chunk: int | None = None) -> torch.Tensor:
+    """uint8 [N, C, H, W] -> uint8 [N, C, size, size], bilinear, antialiased when shrinking, in chunks
+    (by default of at most ~256 MB of float32 output: a fixed 4096 images at 1024 px was 17 GB)."""
     if images.shape[-2:] == (size, size):
         return images
+    if chunk is None:
+        chunk = max(1, min(4096, (256 * 2**20) // (4 * images.shape[1] * size * size)))
     shrink = size < images.shape[-1] or size < images.shape[-2]
     out = torch.empty((*images.shape[:2], size, size), dtype=torch.uint8)
     for start in range(0, images.shape[0], chunk):
@@ -128,6 +153,7 @@ def load_data(spec: DataSpec, device: torch.device | str = "cpu") -> DataBundle:
         return _BUNDLE_CACHE[key]
     raw = _raw(spec)
     size = spec.image_size or raw.default_size
+    _check_fits(raw, size)
     train_images = resize_images(raw.train_images, size)
     test_images = resize_images(raw.test_images, size)
     if raw.mean is not None and raw.std is not None:
@@ -135,6 +161,9 @@ def load_data(spec: DataSpec, device: torch.device | str = "cpu") -> DataBundle:
     else:
         mean, std = channel_stats(train_images)  # over all training images, so val/subset don't move it
     train, val = split_train(train_images, raw.train_labels, spec.val_fraction, spec.subset, spec.split_seed)
+    if len(train.labels) < raw.num_classes:
+        raise ConfigError("data.subset", f"{spec.subset:g} of train keeps {len(train.labels)} images: fewer than "
+                                         f"the {raw.num_classes} classes")
     bundle = DataBundle(
         train=train.to(device),
         val=val.to(device) if val is not None else None,

@@ -104,11 +104,15 @@ def spec_root(spec: DataSpec) -> Path:
 
 def candidate_dirs(spec: DataSpec, extra: Sequence[Path] = (), subdirs: Sequence[str] = ()) -> list[Path]:
     """Folders to search, in order, without duplicates: root, ``$RECIPESEARCH_DATA/<name>``, ``extra``;
-    each followed by its ``subdirs`` (the layouts torchvision and the original archives use)."""
+    each followed by its ``subdirs`` (the layouts torchvision and the original archives use).
+
+    A ``data.root`` given in the recipe is the only place looked: a typo there must be an error, not a
+    silent fall-back to another copy of the data."""
     bases = [spec_root(spec)]
-    if os.environ.get(ENV_DATA):
-        bases.append(Path(os.environ[ENV_DATA]).expanduser() / spec.name)
-    bases.extend(extra)
+    if not spec.root:
+        if os.environ.get(ENV_DATA):
+            bases.append(Path(os.environ[ENV_DATA]).expanduser() / spec.name)
+        bases.extend(extra)
     out: list[Path] = []
     for base in bases:
         for d in (base, *(base / s for s in subdirs)):

@@ -69,7 +69,8 @@ def test_missing_files_error_is_one_line_and_says_how_to_get_them(tmp_path):
         load_data(DataSpec(name="fashion_mnist", root=str(tmp_path / "empty")))
     message = str(info.value)
     assert "\n" not in message
-    assert str(tmp_path / "empty") in message and "no-debian" in message
+    # an explicit data.root is the only place looked: no silent fall-back to another copy
+    assert str(tmp_path / "empty") in message and "no-debian" not in message
     assert "apt-get install dataset-fashion-mnist" in message and "data.download: true" in message
 
 
@@ -90,7 +91,7 @@ def test_failed_download_is_one_line(tmp_path, monkeypatch):
 def test_real_fashion_mnist_from_the_debian_package(monkeypatch):
     monkeypatch.undo()  # see the real Debian folder again
     monkeypatch.delenv("RECIPESEARCH_DATA", raising=False)
-    bundle = load_data(DataSpec(name="fashion_mnist", root="/nonexistent-recipesearch-root"))
+    bundle = load_data(DataSpec(name="fashion_mnist"))  # no root: the default folders, then Debian's
     assert bundle.train.images.shape == (60000, 1, 28, 28) and bundle.test.images.shape == (10000, 1, 28, 28)
     assert torch.bincount(bundle.train.labels).tolist() == [6000] * 10
     assert torch.bincount(bundle.test.labels).tolist() == [1000] * 10
