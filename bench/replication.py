@@ -82,7 +82,6 @@ def replicate(run_dir: Path, seeds: int, concurrency: int = 2,
     """Retrain the run's confirmed claims and its baseline with fresh seeds; compare on test.
 
     ``train(jobs) -> results`` runs the jobs (default: ``concurrency`` worker processes, ``_train`` each)."""
-    from recipesearch.analysis import curve_speedup, speedups_at_matched_accuracy
     from recipesearch.analysis.frontier import BASELINE_KEY
 
     f, found = claims(run_dir)
@@ -115,32 +114,46 @@ def replicate(run_dir: Path, seeds: int, concurrency: int = 2,
             runs = pd.DataFrame(list(pool.map(_train, jobs)))
     else:
         runs = pd.DataFrame(train(jobs))
-    wall = time.perf_counter() - start
+    result.update(runs=runs.to_dict(orient="records"), wall_seconds=time.perf_counter() - start, seeds=seeds,
+                  headline={"number": f.headline.number, "speedup": f.headline.speedup,
+                            "ci": [f.headline.speedup_ci_low, f.headline.speedup_ci_high],
+                            "n_budgets": f.headline.n_budgets})
+    return score(result)
+
+
+def score(result: dict[str, Any]) -> dict[str, Any]:
+    """Each claim's fresh speedup from the fresh runs (``result["runs"]``), and whether it is inside the
+    interval the search reported. Separate from the training so saved runs can be scored again."""
+    from recipesearch.analysis import curve_speedup, speedups_at_matched_accuracy
+    from recipesearch.analysis.frontier import BASELINE_KEY
+
+    runs = pd.DataFrame(result["runs"])
     ok = runs[runs["error"].isna() & np.isfinite(runs["train_seconds"].astype(float))]
 
     def means(key: str, col: str) -> pd.DataFrame:
         return ok[ok["claim_key"] == key].groupby("budget")[[col, "train_seconds"]].mean().sort_index()
 
-    for c in found:
+    for c in result["claims"]:
         for col, label in (("accuracy", "test"), ("val_accuracy", "val")):
             base, mine = means(BASELINE_KEY, col), means(c["recipe_key"], col)
             if c["kind"] == "curve":
-                r = curve_speedup(mine["train_seconds"], mine[col], base["train_seconds"], base[col])
-                value = r.speedup
+                mine = mine.loc[[b for b in c["budgets"] if b in mine.index]]
+                value = curve_speedup(mine["train_seconds"], mine[col], base["train_seconds"], base[col]).speedup
+            elif c["budgets"][0] in mine.index:  # the fresh point at the claim's own budget
+                point = mine.loc[[c["budgets"][0]]]
+                s = speedups_at_matched_accuracy(point["train_seconds"], point[col], base["train_seconds"], base[col])
+                value = float(s.speedup[0])
             else:
-                s = speedups_at_matched_accuracy(mine["train_seconds"], mine[col], base["train_seconds"], base[col])
-                value = float(s.speedup[0]) if len(s.speedup) else math.nan
+                value = math.nan
             c[f"fresh_speedup_{label}"] = float(value)
         low, high = c["ci"]
         c["inside"] = bool(math.isfinite(c["fresh_speedup_test"]) and low <= c["fresh_speedup_test"] <= high)
-    headline = f.headline
-    head = next((c for c in found if headline.number is not None and c["number"] == headline.number
-                 and (c["kind"] == "curve") == (headline.n_budgets >= 2)), None)
-    result.update(runs=runs.to_dict(orient="records"), wall_seconds=wall, seeds=seeds,
-                  inside_share=float(np.mean([c["inside"] for c in found])),
-                  headline={"number": headline.number, "speedup": headline.speedup,
-                            "ci": [headline.speedup_ci_low, headline.speedup_ci_high],
-                            "fresh_speedup_test": head["fresh_speedup_test"] if head else math.nan})
+    h = result.get("headline") or {}
+    head = next((c for c in result["claims"] if c["number"] == h.get("number")
+                 and (c["kind"] == "curve") == (h.get("n_budgets", 2) >= 2)), None)
+    if h:
+        h["fresh_speedup_test"] = head["fresh_speedup_test"] if head else math.nan
+    result["inside_share"] = float(np.mean([c["inside"] for c in result["claims"]])) if result["claims"] else math.nan
     return result
 
 
@@ -160,11 +173,14 @@ def run(quick: bool = False, runs: list[str] | None = None, seeds: int = 3) -> d
             dirs.append(FM_RUN if (FM_RUN / "trials.csv").is_file() else
                         _search(DEFAULT_RUNS["fashion_mnist"], FM_RUN))
     spaces = [replicate(d, seeds) for d in dirs]
-    found = [c for s in spaces for c in s["claims"] if "inside" in c]
+    return summarise({"name": NAME, "quick": quick, "environment": env,
+                      "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "searches": spaces, "goal": GOAL_INSIDE})
+
+
+def summarise(result: dict[str, Any]) -> dict[str, Any]:
+    found = [c for s in result["searches"] for c in s["claims"] if "inside" in c]
     share = float(np.mean([c["inside"] for c in found])) if found else math.nan
-    return {"name": NAME, "quick": quick, "environment": env, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "searches": spaces, "inside_share": share, "goal": GOAL_INSIDE,
-            "goal_met": bool(found and share >= GOAL_INSIDE)}
+    return {**result, "inside_share": share, "goal_met": bool(found and share >= GOAL_INSIDE)}
 
 
 def render(result: dict[str, Any]) -> str:
@@ -197,6 +213,8 @@ def render(result: dict[str, Any]) -> str:
                           f"[{fmt(h['ci'][0], '.2f')}–{fmt(h['ci'][1], '.2f')}], fresh seeds on test "
                           f"{fmt(h['fresh_speedup_test'], '.2f')}x."]
         lines.append("")
+    if result.get("note"):
+        lines += [f"Note: {result['note']}", ""]
     share = result.get("inside_share", math.nan)
     met = "met" if result.get("goal_met") else "not met"
     lines.append(f"**Inside the reported interval: {fmt(100 * share, '.0f')} % of the confirmed speedups "
@@ -209,8 +227,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", nargs="*", help="finished search run directories (default: search digits now)")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="digits only")
+    p.add_argument("--rescore", action="store_true", help="score the saved fresh runs again (no training)")
+    p.add_argument("--note", help="conditions worth knowing (e.g. a search that shared its machine), shown as is")
     args = p.parse_args(argv)
-    result = run(quick=args.quick, runs=args.runs, seeds=args.seeds)
+    if args.rescore:
+        from bench.common import load_result
+
+        saved = load_result(NAME)
+        if saved is None:
+            p.error("no saved results to rescore: run the benchmark first")
+        result = summarise({**saved, "searches": [score(s) if s.get("runs") else s for s in saved["searches"]]})
+    else:
+        result = run(quick=args.quick, runs=args.runs, seeds=args.seeds)
+    if args.note:
+        result["note"] = args.note
     save_result(NAME, result)
     print(render(result))
 
