@@ -11,16 +11,7 @@ import pytest
 from recipesearch.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = """\
-model: {name: cnn, width: 8}
-data: {name: digits}
-optimizer: {name: sgd, lr: 0.2}
-schedule: {name: cosine, warmup_epochs: 0.2}
-max_duration: 1
-batch_size: 32
-threads: 1
-device: cpu
-"""
+TINY = (Path(__file__).parent / "tiny_recipe.yaml").read_text()  # also test_malformed_inputs.py's
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

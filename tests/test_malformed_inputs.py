@@ -8,16 +8,7 @@ import pytest
 
 from recipesearch.cli import main
 
-GOOD = """\
-model: {name: cnn, width: 8}
-data: {name: digits}
-optimizer: {name: sgd, lr: 0.2}
-schedule: {name: cosine, warmup_epochs: 0.2}
-max_duration: 1
-batch_size: 32
-threads: 1
-device: cpu
-"""
+GOOD = (Path(__file__).parent / "tiny_recipe.yaml").read_text()  # the recipe test_cli.py trains
 
 
 def call(capsys, *args: str) -> tuple[int, str]:
