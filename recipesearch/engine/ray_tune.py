@@ -159,10 +159,37 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     if not (sep and host and port.isdigit() and 0 < int(port) < 65536):
         raise UserError(f"--address: expected HOST:PORT of a Ray head (or auto), got {address!r}")
     try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
+        conn = socket.create_connection((host, int(port)), timeout=timeout)
     except OSError as exc:
         raise UserError(f"--address: nothing answers at {address} ({exc.strerror or exc}); start the head "
                         "with `ray start --head` and pass the address it prints") from None
+    with conn:
+        if not _speaks_grpc(conn, timeout):
+            raise UserError(f"--address: {address} accepts connections but is not a Ray head (no gRPC answer "
+                            f"within {timeout:g} s); pass the address `ray start --head` prints")
+
+
+# HTTP/2 with prior knowledge: the connection preface and an empty SETTINGS frame (RFC 9113, 3.4 and 6.5).
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 0x04
+
+
+def _speaks_grpc(conn: socket.socket, timeout: float) -> bool:
+    """A Ray head's GCS (and the Ray Client server) is a plain-text gRPC server: told the HTTP/2 preface, it
+    answers with a SETTINGS frame. Anything else (a web server, a port that never answers) would make
+    ray.init wait for minutes."""
+    try:
+        conn.settimeout(timeout)
+        conn.sendall(_H2_PREFACE)
+        head = b""
+        while len(head) < 9:
+            chunk = conn.recv(9 - len(head))
+            if not chunk:
+                return False
+            head += chunk
+    except OSError:
+        return False
+    return head[3] == _H2_SETTINGS
 
 
 class RayHandle:

@@ -78,6 +78,34 @@ def test_an_unreachable_cluster_fails_fast_and_writes_nothing(tmp_path, write_sp
     assert not out.exists()
 
 
+@pytest.mark.parametrize("reply", [b"", b"HTTP/1.1 400 Bad Request\r\n\r\n"], ids=["silent", "web server"])
+def test_a_port_that_is_not_ray_fails_fast_and_writes_nothing(tmp_path, write_space, capsys, reply):
+    import socket
+    import threading
+    import time
+
+    server = socket.create_server(("127.0.0.2", 0))
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(1024)
+            if reply:
+                conn.sendall(reply)
+            time.sleep(7)  # a silent port keeps the connection open, as a hung service would
+
+    threading.Thread(target=serve, daemon=True).start()
+    out = tmp_path / "run"
+    start = time.monotonic()
+    try:
+        code = main(["search", str(write_space()), "--out", str(out), "--address", f"127.0.0.2:{port}"])
+    finally:
+        server.close()
+    assert code == 2 and "is not a Ray head" in _one_line_error(capsys)
+    assert time.monotonic() - start < 30 and not out.exists()
+
+
 def test_trials_must_be_positive(tmp_path, write_space, capsys):
     assert main(["search", str(write_space()), "--out", str(tmp_path / "run"), "--trials", "0"]) == 2
     assert "--trials" in _one_line_error(capsys)
