@@ -1,8 +1,8 @@
 """Reliability: a search killed with SIGKILL at random moments, resumed each time, until it completes.
 
 Each cycle starts ``recipesearch search SPACE --out DIR [--resume]`` (the real CLI, local Ray in a private
-temp dir), lets it run for a random 3-12 s after its first trial starts, and kills the driver with
-SIGKILL. Five seconds later it counts the Ray trial workers still training (orphans: a killed driver's
+temp dir), lets it finish 1 to 3 more trials (so every cycle makes progress) and a random 0-4 s more (so
+the kill lands in the middle of trials), and kills the driver with SIGKILL. Five seconds later it counts the Ray trial workers still training (orphans: a killed driver's
 workers must not keep training), ends them, and goes on with ``--resume``. A last resume runs to the end.
 Then, over the whole history:
 
@@ -85,8 +85,21 @@ def _completed(trials: list[Any]) -> dict[int, tuple]:
     return {t.number: tuple(t.values) for t in trials if t.state.name == "COMPLETE"}
 
 
+def _finished_rows(out: Path) -> int:
+    """Trials that finished for real in trials.csv (rewritten after every finished trial): a resume marking
+    the killed ones interrupted is no progress. 0 before the file exists."""
+    import pandas as pd
+
+    from recipesearch.engine.study import count_finished_rows
+
+    try:
+        return count_finished_rows(pd.read_csv(out / "trials.csv", keep_default_na=False))
+    except (FileNotFoundError, pd.errors.EmptyDataError, KeyError):
+        return 0
+
+
 def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None, seed: int = 0,
-                 min_wait: float = 3.0, max_wait: float = 12.0) -> dict[str, Any]:
+                 max_extra: float = 4.0, timeout: float = 300.0) -> dict[str, Any]:
     """Kill and resume a search ``cycles`` times, then let it finish; returns the measurements."""
     from recipesearch.engine import study as st
     from recipesearch.space import load_space
@@ -103,12 +116,11 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
         for i in range(cycles):
             proc = subprocess.Popen(cmd + (["--resume"] if i else []), cwd=ROOT, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            started = time.monotonic()
-            wait = rng.uniform(min_wait, max_wait)
-            while time.monotonic() - started < wait + 20 and proc.poll() is None:
+            started, target = time.monotonic(), _finished_rows(out) + rng.randint(1, 3)
+            while proc.poll() is None and _finished_rows(out) < target and time.monotonic() - started < timeout:
                 time.sleep(0.2)
-                if (out / "trials.csv").exists() and time.monotonic() - started > wait:
-                    break
+            wait = rng.uniform(0, max_extra)
+            time.sleep(wait)
             if proc.poll() is not None:
                 break  # finished before it could be killed
             os.kill(proc.pid, signal.SIGKILL)
