@@ -7,14 +7,14 @@ seeds per budget; the frontier and the headline speedup are then computed on see
 the baseline's curve (``recipesearch.analysis.frontier``).
 
 Which candidates, in order: the front of the completed proposals (``Frontier.on_recipe_front``), one per
-recipe (the same params at another budget is the same recipe), the largest single-run speedup at matched
-accuracy first (those are the claims that most need checking), then by the metric. A candidate is taken
-while the stage's estimated compute stays within ``confirm.max_share`` of the whole search's compute
-(proposals + baselines + confirmation); a candidate too dear for what is left is skipped for a cheaper
-one. A run's estimated compute is the candidate's own train_seconds scaled as the baseline's mean
-train_seconds scale between the two budgets (short runs cost more than their share of epochs: warm-up,
-per-epoch overhead), or by the budget ratio where the baseline did not run at both, times
-``REGRESSION_MARGIN``.
+recipe (``Frontier``'s ``recipe_key``: the same params at another budget is the same recipe), the largest
+single-run speedup at matched accuracy first (those are the claims that most need checking), then by the
+metric. A candidate is taken while the stage's estimated compute stays within ``confirm.max_share`` of the
+whole search's compute (proposals + baselines + confirmation); a candidate too dear for what is left is
+skipped for a cheaper one. A run's estimated compute is the candidate's own train_seconds scaled as the
+baseline's mean train_seconds (``Frontier.baseline_points``) scale between the two budgets (short runs
+cost more than their share of epochs: warm-up, per-epoch overhead), or by the budget ratio where the
+baseline did not run at both, times ``REGRESSION_MARGIN``.
 
 The plan is a pure function of the finished trials of the earlier stages, which no longer change once
 the proposals are done, so a resumed search plans the same runs, and ``enqueue_missing`` queues only
@@ -30,7 +30,6 @@ import numpy as np
 from optuna.trial import FrozenTrial
 
 from recipesearch.engine import study as st
-from recipesearch.space import params_key
 
 if TYPE_CHECKING:
     import optuna
@@ -73,35 +72,33 @@ class ConfirmPlan:
                 + (f"; {len(self.skipped)} more non-dominated left out" if self.skipped else ""))
 
 
-def recipe_key(params: dict[str, Any]) -> str:
-    """The recipe without its budget: runs of one recipe at several budgets form its tradeoff curve."""
-    return params_key({k: v for k, v in params.items() if k != "budget"})
+@dataclass(frozen=True)
+class _Candidates:
+    """What the plan reads of the earlier stages, all from one ``frontier``."""
+
+    ordered: list[tuple[FrozenTrial, str]]  # non-dominated proposals in priority order, with their recipe_key
+    search_seconds: float  # train_seconds of the earlier stages' finished trials
+    time_scale: dict[float, float]  # mean train_seconds of the baseline per budget
 
 
-def _priority(trials: Sequence[FrozenTrial], space: SearchSpace) -> tuple[list[FrozenTrial], float]:
-    """(non-dominated proposals in priority order, earlier stages' train_seconds)."""
+def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidates:
     from recipesearch.analysis.frontier import frontier
 
     earlier = [t for t in trials if st.stage_of(t) in EARLIER_STAGES]
     seconds = float(sum(t.user_attrs.get("train_seconds") or 0.0 for t in earlier if st.is_finished(t)))
     df = st.trials_frame(earlier, space)
     if df.empty:
-        return [], seconds
+        return _Candidates([], seconds, {})
     fr = frontier(df, space)
     rows = fr.trials[fr.on_recipe_front & fr.completed].copy()
     rows["_speedup"] = np.where(rows["speedup_status"] == "interpolated", rows["speedup"], np.nan)
     rows = rows.sort_values(["_speedup", fr.metric, "number"], ascending=[False, False, True], na_position="last")
     by_number = {t.number: t for t in earlier}
-    return [by_number[int(n)] for n in rows["number"]], seconds
-
-
-def _time_scale(trials: Sequence[FrozenTrial]) -> dict[float, float]:
-    """Mean train_seconds of the completed baseline runs per budget."""
-    seconds: dict[float, list[float]] = {}
-    for t in trials:
-        if st.stage_of(t) == st.BASELINE and t.state.name == "COMPLETE" and t.user_attrs.get("train_seconds"):
-            seconds.setdefault(float(st.trial_params(t)["budget"]), []).append(float(t.user_attrs["train_seconds"]))
-    return {b: float(np.mean(v)) for b, v in seconds.items()}
+    base = fr.baseline_points
+    scale = {float(b): float(s) for b, s in zip(base["budget"], base["train_seconds"], strict=True)} if len(base) \
+        else {}
+    return _Candidates([(by_number[int(n)], str(k)) for n, k in zip(rows["number"], rows["recipe_key"], strict=True)],
+                       seconds, scale)
 
 
 def _estimate(own_seconds: float, own_budget: float, budget: float, scale: dict[float, float]) -> float:
@@ -115,18 +112,16 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace) -> Conf
     spec = space.confirm
     if not spec.enabled:
         return ConfirmPlan()
-    ordered, search_seconds = _priority(trials, space)
-    scale = _time_scale(trials)
-    allowed = search_seconds * spec.max_share / (1.0 - spec.max_share)
+    found = _candidates(trials, space)
+    allowed = found.search_seconds * spec.max_share / (1.0 - spec.max_share)
     present = st.present_runs(trials, EARLIER_STAGES)  # not the confirmation's own: the plan must not move
     seen: set[str] = set()
     chosen: list[int] = []
     skipped: list[int] = []
     runs: list[ConfirmRun] = []
     spent = 0.0
-    for t in ordered:
+    for t, key in found.ordered:
         params = st.trial_params(t)
-        key = recipe_key(params)
         if key in seen:
             continue  # the same recipe at another budget: confirmed once
         seen.add(key)
@@ -138,7 +133,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace) -> Conf
                 if st.run_key(at_budget, seed) in present:
                     continue  # the proposal itself, or the same recipe another stage already ran
                 mine.append(ConfirmRun(at_budget, seed, t.number,
-                                       _estimate(own_seconds, own_budget, float(budget), scale)))
+                                       _estimate(own_seconds, own_budget, float(budget), found.time_scale)))
         cost = sum(r.estimated_seconds for r in mine)
         if len(chosen) >= spec.top_k or spent + cost > allowed:
             skipped.append(t.number)
@@ -146,7 +141,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace) -> Conf
         chosen.append(t.number)
         runs += mine
         spent += cost
-    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(runs), search_seconds, spent)
+    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(runs), found.search_seconds, spent)
 
 
 def enqueue_plan(study: optuna.Study, plan: ConfirmPlan) -> int:
