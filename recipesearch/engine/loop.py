@@ -228,11 +228,10 @@ class SearchLoop:
         trials = self.trials()
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
-            added = self._queue_baselines()
-            if added or (waiting and not self._baselines_queued):
-                return self._ask()  # the baseline runs (or, before them, the LR sweep) first
-            if not self._baselines_queued:
-                return WAIT if self.in_flight else DONE  # the LR sweep is running
+            if self._queue_baselines():
+                return self._ask()  # the baseline runs first
+            if not self._baselines_queued:  # the LR sweep is still choosing: its runs, or wait for them
+                return self._ask() if waiting else (WAIT if self.in_flight else DONE)
         if st.count_finished(trials, EARLIER_STAGES) + self._search_in_flight() < self.n_trials:
             if self.sweep is not None and not waiting:
                 queued = self._queue_sweep_moves(trials)

@@ -213,9 +213,9 @@ def ensure_lr_sweep(study: optuna.Study, space: SearchSpace) -> int:
 def tuned_lr(trials: Sequence[FrozenTrial], space: SearchSpace) -> tuple[bool, Any]:
     """(decided, LR parameter for the baseline). Not decided while a sweep run waits or runs; decided
     as the base LR (None) when the space does not tune or no sweep run completed. Ties keep the lower LR."""
-    sweep = [t for t in trials if stage_of(t) == TUNE and not is_interrupted(t)]
     if not space.baseline.tune_lr:
         return True, None
+    sweep = [t for t in trials if stage_of(t) == TUNE and not is_interrupted(t)]
     if len(sweep) < len(space.lr_sweep()) or any(not is_finished(t) for t in sweep):
         return False, None
     done = [(objective_accuracy(t.user_attrs, space), t) for t in sweep if t.state == TrialState.COMPLETE]
