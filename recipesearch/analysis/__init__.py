@@ -21,7 +21,9 @@ from recipesearch.analysis.frontier import (
     Headline,
     Objectives,
     ObjectiveSpec,
+    finite,
     frontier,
+    interval_text,
     largest_front_speedup,
     metric_column,
 )
@@ -89,6 +91,8 @@ __all__ = [
     "hypervolume_history",
     "hypervolume_vs_compute",
     "largest_front_speedup",
+    "finite",
+    "interval_text",
     "membership",
     "metric_column",
     "pairwise_interactions",

@@ -202,6 +202,24 @@ RECIPE_COLUMNS = ("recipe_key", "number", "algorithms", "n_budgets", "n_seeds", 
                   "recipe_unreached_fraction", "confirmed")  # fmt: skip
 
 
+def finite(x: Any) -> bool:
+    """A number that is neither NaN nor infinite (None, text and the like are not)."""
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def interval_text(low: Any, high: Any, *, dash: str = "-", label: bool = True, spec: str = ".2f") -> str:
+    """' [95% CI 1.90-2.09]' (' [1.90-2.09]' without the label) after a speedup; '' without a finite interval.
+
+    ``dash``: "–" for the HTML report and plots; the default ASCII hyphen where the text may be read back
+    with any encoding (recipe files) or printed on any terminal."""
+    if not (finite(low) and finite(high)):
+        return ""
+    return f" [{'95% CI ' if label else ''}{format(float(low), spec)}{dash}{format(float(high), spec)}]"
+
+
 def metric_column(metric_split: str) -> str:
     """The column a space with this ``metric_split`` selects on."""
     return VAL_ACCURACY if metric_split == "val" else ACCURACY
@@ -473,20 +491,20 @@ def _with_verdict(h: Headline, recipes: pd.DataFrame, curve: TradeoffCurve, metr
     repeated = recipes[recipes["n_seeds"] >= 2] if len(recipes) else recipes
     if len(recipes):
         r = (repeated if len(repeated) else recipes).iloc[0]
-        interval = (f" [95% CI {float(r['speedup_ci_low']):.2f}-{float(r['speedup_ci_high']):.2f}]"
-                    if int(r["n_seeds"]) >= 2 else " (one seed)")
+        interval = interval_text(r["speedup_ci_low"], r["speedup_ci_high"]) if int(r["n_seeds"]) >= 2 \
+            else " (one seed)"
         best_curve = (f"trial {int(r['number'])}, {float(r['speedup']):.2f}x{interval}"
                       if math.isfinite(float(r["speedup"])) else f"trial {int(r['number'])}, {r['speedup_status']}")
     if h.confirmed and h.n_budgets >= 2:
-        text = (f"confirmed: trial {h.number} ({h.algorithms or 'no algorithms'}) is {h.speedup:.2f}x faster "
-                f"[95% CI {h.speedup_ci_low:.2f}-{h.speedup_ci_high:.2f}] than the baseline at {_label(metric)} "
+        text = (f"confirmed: trial {h.number} ({h.algorithms or 'no algorithms'}) is {h.speedup:.2f}x faster"
+                f"{interval_text(h.speedup_ci_low, h.speedup_ci_high)} than the baseline at {_label(metric)} "
                 f"{h.baseline_accuracy:.4f} ({h.recipe_seconds:.2f} s vs {h.baseline_seconds:.2f} s; curves over "
                 f"{h.n_budgets} budgets, {h.n_seeds}+ seeds each)")
     elif h.confirmed:
         best = float(curve.accuracies.max()) if len(curve.accuracies) else float("nan")
         text = (f"confirmed at {_label(metric)} {h.baseline_accuracy:.4f}: trial {h.number} "
-                f"({h.algorithms or 'no algorithms'}, budget {h.recipe_budget:g}) is {h.speedup:.2f}x faster "
-                f"[95% CI {h.speedup_ci_low:.2f}-{h.speedup_ci_high:.2f}] than the baseline ({h.recipe_seconds:.2f} s "
+                f"({h.algorithms or 'no algorithms'}, budget {h.recipe_budget:g}) is {h.speedup:.2f}x faster"
+                f"{interval_text(h.speedup_ci_low, h.speedup_ci_high)} than the baseline ({h.recipe_seconds:.2f} s "
                 f"vs {h.baseline_seconds:.2f} s, {h.n_seeds} seeds); at the baseline's best {best:.4f} no recipe "
                 f"curve is confirmed faster" + (f" (best: {best_curve})" if best_curve else ""))
     elif len(repeated):

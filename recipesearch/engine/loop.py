@@ -25,7 +25,6 @@ hidden from the sampler (engine/sampler_view.py).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from recipesearch.analysis.frontier import finite
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
@@ -67,23 +67,16 @@ class Executor(Protocol):
     def run(self, loop: SearchLoop) -> None: ...
 
 
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
-
 def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple[dict[str, Any], list[float] | None]:
     """User attrs to store and objective values (None: FAIL) for one trial's last result."""
     result = result or {}
     attrs: dict[str, Any] = {}
     for key in ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction",
                 "wall_seconds"):
-        if _finite(result.get(key)):
+        if finite(result.get(key)):
             attrs[key] = float(result[key])
     for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
-        if _finite(result.get(key)):
+        if finite(result.get(key)):
             attrs[key] = int(result[key])
     if result.get("node"):
         attrs["node"] = str(result["node"])
@@ -92,7 +85,7 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
         error = "the trial reported no result"
     acc = result.get("val_accuracy" if space.metric_split == "val" else "accuracy")
     secs = result.get("train_seconds")
-    if not error and not (_finite(acc) and _finite(secs)):
+    if not error and not (finite(acc) and finite(secs)):
         error = f"no finite {space.metric_split} accuracy / train_seconds in the result"
     if error:
         attrs["error"] = str(error)

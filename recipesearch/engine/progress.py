@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
-from recipesearch.analysis import Frontier, frontier, largest_front_speedup
+from recipesearch.analysis import Frontier, frontier, interval_text, largest_front_speedup
 from recipesearch.engine.study import INTERRUPTED, count_finished_rows
 
 if TYPE_CHECKING:
@@ -130,8 +130,7 @@ def _speedup_cell(r: pd.Series) -> str:
     point = _fmt(r["speedup"], ".2f")
     if not point:
         return ""
-    low, high = _fmt(r.get("speedup_ci_low"), ".2f"), _fmt(r.get("speedup_ci_high"), ".2f")
-    interval = f" [{low}-{high}]" if low and high else ""
+    interval = interval_text(r.get("speedup_ci_low"), r.get("speedup_ci_high"), label=False)
     return f"{point}x{interval}{' ✓' if bool(r.get('confirmed', False)) else ''}"
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
 import re
 from importlib import resources
 from typing import Any
 
+from recipesearch.analysis import finite, interval_text
 from recipesearch.report.info import ReportInfo, algorithms_label, evidence
 from recipesearch.report.plots import PLOTS, Plot
 
@@ -58,24 +58,17 @@ def inline_svg(svg: str, prefix: str) -> str | None:
 # Formatting filters (NaN-safe) ------------------------------------------------------------------
 
 
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
-
 def pct(x: Any, digits: int = 2) -> str:
-    return f"{100 * float(x):.{digits}f}%" if _finite(x) else "—"
+    return f"{100 * float(x):.{digits}f}%" if finite(x) else "—"
 
 
 def pp(x: Any, digits: int = 2) -> str:
     """Accuracy difference in percentage points, signed."""
-    return f"{100 * float(x):+.{digits}f} pp" if _finite(x) else "—"
+    return f"{100 * float(x):+.{digits}f} pp" if finite(x) else "—"
 
 
 def secs(x: Any) -> str:
-    if not _finite(x):
+    if not finite(x):
         return "—"
     x = float(x)
     if x >= 3600:
@@ -86,7 +79,7 @@ def secs(x: Any) -> str:
 
 
 def num(x: Any, spec: str = ".3g") -> str:
-    return format(float(x), spec) if _finite(x) else "—"
+    return format(float(x), spec) if finite(x) else "—"
 
 
 def speedup_text(x: Any, status: str) -> str:
@@ -95,7 +88,7 @@ def speedup_text(x: Any, status: str) -> str:
         return "beyond baseline"
     if status in ("no_baseline", "invalid", ""):
         return "—"
-    if not _finite(x):
+    if not finite(x):
         return "—"
     return f"≤{float(x):.2f}×" if status == "below_baseline" else f"{float(x):.2f}×"
 
@@ -103,9 +96,9 @@ def speedup_text(x: Any, status: str) -> str:
 def ci_text(low: Any, high: Any, seeds: Any = 2, label: bool = True) -> str:
     """' [95% CI 1.90–2.09]' (' [1.90–2.09]' under a heading that says it) after a speedup; '' without a
     finite interval or with fewer than two seeds (one run bootstrapped measures no noise: a point)."""
-    if not (_finite(low) and _finite(high)) or (_finite(seeds) and float(seeds) < 2):
+    if finite(seeds) and float(seeds) < 2:
         return ""
-    return f" [{'95% CI ' if label else ''}{float(low):.2f}–{float(high):.2f}]"
+    return interval_text(low, high, dash="–", label=label)
 
 
 def confirmed_text(row: dict[str, Any]) -> str:
@@ -118,14 +111,14 @@ def confirmed_text(row: dict[str, Any]) -> str:
     if row.get("confirmed"):
         return f"✓ {float(row['speedup']):.2f}×" + ci_text(row["speedup_ci_low"], row["speedup_ci_high"], label=False)
     n = row.get("n_seeds")
-    return f"no ({int(n)} seeds)" if _finite(n) and float(n) >= 2 else "no (single run)"
+    return f"no ({int(n)} seeds)" if finite(n) and float(n) >= 2 else "no (single run)"
 
 
 def plus_minus(row: dict[str, Any], col: str, low: str, high: str, fmt) -> str:
     """'95.00% ± 0.50' style: the mean formatted by ``fmt`` and the 95 % CI half-width, for repeated points."""
     text = fmt(row.get(col))
     lo, hi, n = row.get(low), row.get(high), row.get("n_seeds")
-    if _finite(lo) and _finite(hi) and _finite(n) and float(n) >= 2:
+    if finite(lo) and finite(hi) and finite(n) and float(n) >= 2:
         half = (float(hi) - float(lo)) / 2
         text += " ± " + (f"{100 * half:.2f}" if fmt is pct else fmt(half))
     return text
@@ -142,7 +135,7 @@ def headline_title(h) -> str:
 
 def gain_text(x: Any, status: str) -> str:
     """Accuracy gain at matched time: '≥' marks a lower bound (faster than any baseline run), '≤' an upper."""
-    if not _finite(x) or status in ("no_baseline", "invalid", ""):
+    if not finite(x) or status in ("no_baseline", "invalid", ""):
         return "—"
     mark = {"below_baseline": "≥", "beyond_baseline": "≤"}.get(status, "")
     return mark + pp(x)
@@ -153,7 +146,7 @@ def sort_value(x: Any) -> str:
     if isinstance(x, bool):
         return str(int(x))
     if isinstance(x, (int, float)):
-        return repr(float(x)) if _finite(x) else ""
+        return repr(float(x)) if finite(x) else ""
     return str(x)
 
 

@@ -37,9 +37,11 @@ from recipesearch.analysis import (
     Objectives,
     TradeoffCurve,
     algorithm_effects,
+    finite,
     frontier,
     hypervolume,
     hypervolume_vs_compute,
+    interval_text,
     pairwise_interactions,
     reference_point,
     regime_recipes,
@@ -266,17 +268,10 @@ _SPEEDUP_NOTE = {  # how the speedup line of a recipe's header reads, by status
 }
 
 
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and bool(np.isfinite(float(x)))
-    except (TypeError, ValueError):
-        return False
-
-
 def _seeds(row: pd.Series) -> int:
     """Seeds behind a frontier point (1 for a table without seed statistics)."""
     n = row.get("n_seeds")
-    return int(n) if _finite(n) else 1
+    return int(n) if finite(n) else 1
 
 
 def _plus_minus(row: pd.Series, col: str, low: str, high: str, spec: str) -> str:
@@ -285,7 +280,7 @@ def _plus_minus(row: pd.Series, col: str, low: str, high: str, spec: str) -> str
     ASCII on purpose: recipe files are read back with the platform's default encoding."""
     text = _fmt(row.get(col, np.nan), spec)
     lo, hi = row.get(low, np.nan), row.get(high, np.nan)
-    if _seeds(row) >= 2 and _finite(lo) and _finite(hi):
+    if _seeds(row) >= 2 and finite(lo) and finite(hi):
         text += f" +/- {format((float(hi) - float(lo)) / 2, spec)}"
     return text
 
@@ -296,11 +291,6 @@ def _measured(row: pd.Series, selection: Selection) -> str:
     if not selection.on_val:
         return f"accuracy {selected} (test split, also selected on)"
     return f"val_accuracy {selected} (selected on), test accuracy {_fmt(row[ACC], '.4f')} (held out)"
-
-
-def _interval(low: Any, high: Any, spec: str = ".2f") -> str:
-    """' [95% CI 1.90-2.09]', or '' without a finite interval."""
-    return f" [95% CI {format(float(low), spec)}-{format(float(high), spec)}]" if _finite(low) and _finite(high) else ""
 
 
 def _measured_line(row: pd.Series, selection: Selection) -> str:
@@ -321,10 +311,10 @@ def _point_speedup_line(row: pd.Series) -> str:
         if _seeds(row) < 2:  # one run: a bootstrap over it measures no noise, so no interval is stated
             speed += " (one seed: not confirmed)"
         elif bool(row.get("confirmed", False)):
-            speed += _interval(row.get("speedup_ci_low"), row.get("speedup_ci_high")) + \
+            speed += interval_text(row.get("speedup_ci_low"), row.get("speedup_ci_high")) + \
                 ", confirmed faster (interval above 1)"
         else:
-            speed += _interval(row.get("speedup_ci_low"), row.get("speedup_ci_high")) + " (not confirmed)"
+            speed += interval_text(row.get("speedup_ci_low"), row.get("speedup_ci_high")) + " (not confirmed)"
     return f"speedup at matched accuracy vs the baseline at this point: {speed}"
 
 
@@ -333,13 +323,13 @@ def _curve_line(row: pd.Series, selection: Selection) -> str:
     if bool(row.get("is_baseline", False)):
         return "the baseline's tradeoff curve is what every speedup is measured against"
     budgets = row.get("curve_budgets", np.nan)
-    if not _finite(budgets):
+    if not finite(budgets):
         return "recipe curve: none (this recipe was trained at one budget only)"
     status, seeds = str(row.get("curve_status", "")), _curve_seeds(row)
-    speed = (f"{_fmt(row['curve_speedup'], '.2f')}x" if _finite(row.get("curve_speedup"))
+    speed = (f"{_fmt(row['curve_speedup'], '.2f')}x" if finite(row.get("curve_speedup"))
              else f"n/a ({status.replace('_', ' ') or 'no speedup'})")
-    if seeds >= 2 and _finite(row.get("curve_speedup")):
-        speed += _interval(row["curve_ci_low"], row["curve_ci_high"])
+    if seeds >= 2 and finite(row.get("curve_speedup")):
+        speed += interval_text(row["curve_ci_low"], row["curve_ci_high"])
     verdict = ("confirmed faster (interval above 1)" if bool(row.get("curve_confirmed", False)) else
                "not confirmed (one seed per budget)" if seeds < 2 else "not confirmed")
     label = "val acc" if selection.on_val else "test acc"
@@ -349,7 +339,7 @@ def _curve_line(row: pd.Series, selection: Selection) -> str:
 
 def _curve_seeds(row: pd.Series) -> int:
     n = row.get("curve_seeds")
-    return int(n) if _finite(n) else 0
+    return int(n) if finite(n) else 0
 
 
 # Columns of a frontier row describing its recipe's curve (from Frontier.recipes, joined on recipe_key).
@@ -382,9 +372,9 @@ def evidence(row: pd.Series | dict[str, Any]) -> str:
         return f"baseline, {n} seed{'s' if n != 1 else ''}"
     if bool(row.get("curve_confirmed", False)):
         return (f"confirmed: curve {_fmt(row['curve_speedup'], '.2f')}x"
-                f"{_interval(row['curve_ci_low'], row['curve_ci_high'])} over {int(row['curve_budgets'])} budgets")
+                f"{interval_text(row['curve_ci_low'], row['curve_ci_high'])} over {int(row['curve_budgets'])} budgets")
     if bool(row.get("confirmed", False)):
-        ci = _interval(row["speedup_ci_low"], row["speedup_ci_high"])
+        ci = interval_text(row["speedup_ci_low"], row["speedup_ci_high"])
         return f"confirmed at this budget: {_fmt(row['speedup'], '.2f')}x{ci}"
     return f"not confirmed ({n} seeds)" if n >= 2 else "not confirmed (single run)"
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from recipesearch.analysis import interval_text
 from recipesearch.report.info import TIME, ReportInfo, algorithms_label
 from recipesearch.rundir import write_atomic
 
@@ -233,8 +234,8 @@ def pareto_figure(info: ReportInfo):
         ax.annotate("", xy=(h.recipe_seconds, h.baseline_accuracy), xytext=(h.baseline_seconds, h.baseline_accuracy),
                     arrowprops={"arrowstyle": "->", "color": GOOD, "lw": 1.8}, zorder=6)
         handles.append(Line2D([], [], color=GOOD, lw=1.8, marker="<", ms=5))
-        names.append(f"{h.speedup:.2f}× faster{_ci_text(h.speedup_ci_low, h.speedup_ci_high)} to the baseline's "
-                     f"accuracy (trial {h.number}'s curve, confirmed)")
+        ci = interval_text(h.speedup_ci_low, h.speedup_ci_high, dash="–")
+        names.append(f"{h.speedup:.2f}× faster{ci} to the baseline's accuracy (trial {h.number}'s curve, confirmed)")
     ax.legend(handles, names, loc="lower right")
     # Labels: frontier points (algorithms and speedup) and baseline budgets, placed around the markers.
     step = max(1, int(np.ceil(len(front) / MAX_LABELS)))
@@ -297,11 +298,6 @@ def _error_bars(ax, points, acc_col: str, color: str, zorder: float = 3, alpha: 
                 zorder=zorder, **style)
 
 
-def _ci_text(low: float, high: float) -> str:
-    """' [95% CI 1.22–1.63]' or '' without a finite interval."""
-    return f" [95% CI {low:.2f}–{high:.2f}]" if np.isfinite(low) and np.isfinite(high) else ""
-
-
 def speedup_label(x: float, status: str) -> str:
     """Short speedup text for plot labels: '2.3×', '≤1.3×' below the baseline's range, '' otherwise."""
     if not np.isfinite(x):
@@ -357,7 +353,7 @@ def shown_curves(info: ReportInfo):
 def _curve_label(r) -> str:
     text = f"trial {int(r['number'])}: {_short(algorithms_label(r['algorithms']), 40)}"
     if np.isfinite(float(r["speedup"])):
-        ci = _ci_text(float(r["speedup_ci_low"]), float(r["speedup_ci_high"])) if int(r["n_seeds"]) >= 2 else ""
+        ci = interval_text(r["speedup_ci_low"], r["speedup_ci_high"], dash="–") if int(r["n_seeds"]) >= 2 else ""
         text += f"  {float(r['speedup']):.2f}×{ci}"
     else:
         text += f"  ({str(r['speedup_status']).replace('_', ' ')})"
