@@ -20,18 +20,28 @@ or the new one, never half of either. The temporary name carries process and thr
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import re
 import shutil
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recipesearch.errors import UserError
+from recipesearch.runcheck import (
+    check_space_text,
+    check_study_db,
+    check_trials_text,
+    output_problem,
+    parse_meta,
+    read_text,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,9 +51,9 @@ if TYPE_CHECKING:
 HEAD_COLUMNS = ("number", "state", "is_baseline", "budget", "epochs", "algorithms")
 TAIL_COLUMNS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "cost",
                 "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete", "seed", "stage",
-                "of_trial")
+                "of_trial", "retries", "requeued_from")
 NUMERIC_COLUMNS = ("budget", "epochs", "accuracy", "val_accuracy", "loss", "train_seconds", "throughput",
-                   "data_wait_fraction", "cost", "seed", "of_trial")
+                   "data_wait_fraction", "cost", "seed", "of_trial", "retries", "requeued_from")
 TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete",
                 "stage")
 # ``stage`` of a trial (engine/study.py): the LR sweep, the baseline runs, proposals, confirmation re-runs.
@@ -118,18 +128,49 @@ class RunDir:
                             "run.json); not deleting it")
         if not (resume and non_empty):
             return False
-        if not self.space_yaml.is_file():
-            raise UserError(f"--resume: {root} has no space.yaml; is it the --out directory of a search?")
-        if self.space_yaml.read_text() != space.text:
+        if not os.path.lexists(self.space_yaml):
+            raise UserError(f"--resume: {root} has no space.yaml ({self.space_yaml} not found); is it the --out "
+                            "directory of a search?")
+        text = read_text(self.space_yaml, "YAML text")
+        if text != space.text:
             # Same content written differently (comments, order) is the same search: compare hashes.
             from recipesearch.space import loads_space  # only a resume of an edited file needs the parser
 
-            old = loads_space(self.space_yaml.read_text(), source=str(self.space_yaml),
-                              base_dir=space.path.parent if space.path else None)
+            old = loads_space(text, source=str(self.space_yaml), base_dir=space.path.parent if space.path else None)
             if old.hash != space.hash:
                 raise UserError(f"--resume: the space differs from {self.space_yaml} (hash {old.hash} vs "
                                 f"{space.hash}); resume with the same space or start again with --force")
+        self.read_meta(strict=True)  # the sessions so far, which the resume appends to
+        self.check_outputs(self._search_outputs(), ["recipes", "plots", "ray"])
         return True
+
+    def check_study(self, space: SearchSpace, storage: str | None) -> None:
+        """--resume with the run directory's own study (no --storage): study.db must hold this space's study,
+        or the resume would start an empty one in its place. Read-only, without Optuna; after ``check``."""
+        recorded = str(self.read_meta().get("storage") or "")
+        if storage or (recorded and not recorded.startswith("sqlite")):
+            return  # the study is elsewhere (the driver checks that --storage is given again)
+        if os.path.lexists(self.study_db):
+            check_study_db(self.study_db, space.name, space.directions)
+        elif any(os.path.lexists(p) for p in (self.trials_csv, self.run_json)):
+            raise UserError(f"{self.study_db}: not found; it holds every trial of the search, so --resume cannot "
+                            "continue without it (start again with --force)")
+
+    def _search_outputs(self) -> list[str]:
+        """What a search (re)writes in its directory: its tables and log, and the report's files."""
+        names = ["trials.csv", "run.json", "report.log", "pareto.csv", "index.html"]
+        for folder, suffixes in (("recipes", (".yaml",)), ("plots", (".svg", ".png"))):
+            if (self.root / folder).is_dir():
+                names += [f"{folder}/{p.name}" for p in sorted((self.root / folder).iterdir()) if p.suffix in suffixes]
+        return names
+
+    def check_outputs(self, files: Iterable[str] = (), folders: Iterable[str] = ()) -> None:
+        """Refuse, before anything is written, an output path (relative to the run directory) that a write
+        could not replace: a directory where a file goes, anything else where a folder goes."""
+        for name, folder in [*((f, True) for f in folders), *((f, False) for f in files)]:
+            problem = output_problem(self.root / name, folder)
+            if problem:
+                raise UserError(f"{self.root / name}: {problem}")
 
     def prepare(self, space: SearchSpace, resume: bool, force: bool) -> bool:
         """``check``, then make the directory: wiped with --force, space.yaml written when fresh."""
@@ -148,33 +189,51 @@ class RunDir:
     def write_trials(self, df: pd.DataFrame) -> None:
         write_atomic(self.trials_csv, df.to_csv(index=False))
 
-    def read_trials(self) -> pd.DataFrame:
-        """trials.csv with every contract column present in a usable dtype, sorted by trial number."""
+    def read_trials(self, required: Iterable[str] = ()) -> pd.DataFrame:
+        """trials.csv with every contract column present in a usable dtype, sorted by trial number.
+
+        A damaged file (not text, a missing column, a short row, a value that does not parse) is a one-line
+        UserError naming its line and column (runcheck.check_trials_text); ``required``: columns needed on
+        top of runcheck.REQUIRED_COLUMNS (the metric the search selected on)."""
         import pandas as pd
 
         if not self.root.is_dir():
-            raise UserError(f"{self.root}: no such run directory")
-        if not self.trials_csv.is_file():
-            raise UserError(f"{self.root}: no trials.csv; is this the --out directory of a recipesearch search?")
+            raise UserError(f"{self.root}: not a directory" if os.path.lexists(self.root)
+                            else f"{self.root}: no such run directory")
+        if not os.path.lexists(self.trials_csv):
+            raise UserError(f"{self.root}: no trials.csv ({self.trials_csv} not found); is this the --out directory "
+                            "of a recipesearch search?")
+        text = read_text(self.trials_csv, "a readable CSV file")
+        check_trials_text(self.trials_csv, text, tuple(required))
         try:
-            raw = pd.read_csv(self.trials_csv, keep_default_na=True)
-        except pd.errors.EmptyDataError:
-            raw = pd.DataFrame()
-        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raw = pd.read_csv(io.StringIO(text), keep_default_na=True)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
             raise UserError(f"{self.trials_csv}: not a readable CSV file ({str(exc).splitlines()[0]})") from None
         return normalise_trials(raw)
 
     # -- run.json and space.yaml
-    def read_meta(self) -> dict[str, Any]:
-        """run.json as a dict; {} when missing or damaged (a damaged file loses the hardware section only)."""
+    def read_meta(self, strict: bool = False) -> dict[str, Any]:
+        """run.json as a dict; {} when missing. Damaged: {} as well, unless ``strict`` (report, export,
+        --resume), where it is a one-line UserError naming the file and the field (runcheck.parse_meta)."""
+        if strict:
+            return parse_meta(self.run_json, read_text(self.run_json, "JSON")) if os.path.lexists(self.run_json) \
+                else {}
         try:
             loaded = json.loads(self.run_json.read_text())
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return {}
         return loaded if isinstance(loaded, dict) else {}
 
-    def read_space_text(self) -> str:
-        return self.space_yaml.read_text(errors="replace") if self.space_yaml.is_file() else ""
+    def read_space_text(self, strict: bool = False) -> str:
+        """space.yaml's text; "" when missing. ``strict``: damage is a one-line error (it must be YAML text
+        holding a mapping, runcheck.check_space_text); else undecodable bytes are replaced."""
+        if not strict:
+            return self.space_yaml.read_text(errors="replace") if self.space_yaml.is_file() else ""
+        if not os.path.lexists(self.space_yaml):
+            return ""
+        text = read_text(self.space_yaml, "YAML text")
+        check_space_text(self.space_yaml, text)
+        return text
 
 
 def _as_bool(value: Any) -> bool:

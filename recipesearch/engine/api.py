@@ -79,7 +79,9 @@ def search(
     if resume and force:
         raise UserError("--resume and --force contradict each other; pass one")
     loaded = space if isinstance(space, SearchSpace) else load_space(space)
-    RunDir(out).check(loaded, resume, force)  # fails before Ray or torch are even imported
+    run = RunDir(out)
+    if run.check(loaded, resume, force):  # fails before Ray or torch are even imported
+        run.check_study(loaded, storage)  # a resume finds its study in study.db, in one piece
 
     from recipesearch.engine.driver import SearchDriver, SearchOptions
 

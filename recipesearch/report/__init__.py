@@ -21,17 +21,24 @@ def build_report(run_dir: str | Path) -> Path:
 
 def write_report(info: ReportInfo, run_dir: str | Path) -> Path:
     """Render an already computed ``ReportInfo`` into ``run_dir``; returns the path of index.html."""
-    from recipesearch.report.export import write_pareto_csv, write_recipes
+    from recipesearch.report.export import pareto_csv_text, unique_recipes, write_recipes
     from recipesearch.report.html import render_html
     from recipesearch.report.plots import render_plots, write_plots
-    from recipesearch.rundir import write_atomic
+    from recipesearch.rundir import RunDir, write_atomic
 
-    run_dir = Path(run_dir)
-    write_pareto_csv(info, run_dir)
-    write_recipes(info, run_dir)
+    # Every target checked and everything rendered in memory first: a report that fails leaves the
+    # previous one as it was, never half of a new one.
+    run_dir, out = Path(run_dir), RunDir(run_dir)
+    recipes = [f"recipes/{r.recipe_id}.yaml" for r in unique_recipes(info)]
+    out.check_outputs(["pareto.csv", "index.html", *recipes], ["recipes", "plots"] if recipes else ["plots"])
+    pareto = pareto_csv_text(info)
     plots = render_plots(info)
+    out.check_outputs([f"plots/{name}.{ext}" for name in plots for ext in ("svg", "png")])
+    page = render_html(info, plots)
+    write_atomic(run_dir / "pareto.csv", pareto)
+    write_recipes(info, run_dir)
     write_plots(plots, run_dir)
-    return write_atomic(run_dir / "index.html", render_html(info, plots))
+    return write_atomic(run_dir / "index.html", page)
 
 
 def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False) -> list[Path]:

@@ -99,7 +99,7 @@ def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False)
     recipes = unique_recipes(info)
     if not recipes:
         why = "no completed trials" if info.completed.empty else "no frontier trial has a replayable recipe_json"
-        raise UserError(f"{run_dir}: {why}; nothing to export")
+        raise UserError(f"{Path(run_dir) / 'trials.csv'}: {why}; nothing to export")
     to_dir = Path(to_dir)
     if to_dir.exists() and not to_dir.is_dir():
         raise UserError(f"--to: {to_dir} exists and is not a directory")

@@ -174,9 +174,16 @@ class ReportInfo:
 
 
 def load_run(run_dir: str | Path) -> RunFiles:
-    """Read trials.csv (required), run.json and space.yaml (optional) through the run directory's reader."""
+    """Read trials.csv (required), run.json and space.yaml (optional) through the run directory's reader.
+
+    A damaged file is a one-line UserError naming it (rundir/runcheck), never a report computed from
+    defaults; trials.csv must hold the metric run.json says the search selected on (and its objectives).
+    """
     run = RunDir(run_dir)
-    return RunFiles(run.read_trials(), run.read_meta(), run.read_space_text())
+    meta = run.read_meta(strict=True)
+    metric = VAL_ACC if Objectives.from_run_meta(meta).metric_split == "val" else ACC
+    required = [metric, *(o for o in meta.get("objectives") or () if o != ACC)]
+    return RunFiles(run.read_trials(required), meta, run.read_space_text(strict=True))
 
 
 def algorithms_label(algorithms: str, is_baseline: bool = False) -> str:
