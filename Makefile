@@ -5,8 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN_ID := $(shell date +%Y%m%d-%H%M%S)
-# Debian packages: real Fashion-MNIST for its tests, Chromium for the HTML report's browser test.
-APT_PACKAGES := dataset-fashion-mnist chromium
+# Debian packages: real Fashion-MNIST for its tests, Chromium for the HTML report's browser test,
+# PostgreSQL 15 for the --storage postgresql:// test (a throwaway server in a temp dir).
+APT_PACKAGES := dataset-fashion-mnist chromium postgresql-15
 
 .PHONY: setup system-deps demo test test-fast bench clean-venv
 
@@ -15,7 +16,7 @@ setup: $(STAMP) system-deps
 # The venv is rebuilt when the pins or the project's requirements change.
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test,postgres]"
 	@touch $(STAMP)
 
 # Only where we are root with apt (CI, dev machines); elsewhere the tests that need them skip.

@@ -15,7 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", metavar="ADDR",
                    help="join this Ray cluster (host:port of `ray start --head`) instead of starting a local Ray")
     p.add_argument("--storage", metavar="URL",
-                   help="Optuna RDB storage URL shared by a cluster (default: sqlite:///OUT/study.db)")
+                   help="Optuna RDB storage URL shared by a cluster, e.g. postgresql://USER@HOST/DB (needs "
+                        "`pip install recipesearch[postgres]`; default: sqlite:///OUT/study.db)")
     p.add_argument("--executor", choices=("ray", "inprocess"), default="ray",
                    help="ray: trials on Ray Tune (default); inprocess: no Ray, one trial after another in this process")
     p.add_argument("--trials", type=int, metavar="N", help="total trials, baselines included (overrides the space)")

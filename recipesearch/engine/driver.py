@@ -56,6 +56,18 @@ def _restore_sigterm(previous: Any) -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _check_resume_storage(run: RunDir, storage: str | None) -> None:
+    """--resume where the study is: a search whose study is on a database server (run.json's ``storage``,
+    its password redacted) needs that --storage again; one in the run directory's study.db must not get a
+    --storage. Either mistake would silently start an empty study."""
+    before = str(run.read_meta().get("storage") or "")
+    if before and not before.startswith("sqlite") and not storage:
+        raise UserError(f"--resume: the study of {run.root} is in {before} (run.json); pass that --storage URL again")
+    if storage and before.startswith("sqlite") and run.study_db.is_file() and storage != run.default_storage():
+        raise UserError(f"--resume: the study of {run.root} is in its {run.study_db.name}, not in --storage; "
+                        "resume without --storage")
+
+
 @dataclass
 class SearchOptions:
     out: Path
@@ -102,19 +114,29 @@ class SearchDriver:
         self._last_report = time.monotonic()  # the first intermediate report comes after an interval
         self._report_proc: subprocess.Popen | None = None
         self._hook_warned: set[str] = set()
+        self.study_lock: st.StudyLock | None = None
 
     # -- the whole job
     def run(self) -> pd.DataFrame:
         space, opts, run = self.space, self.opts, self.run_dir
         # 1) everything that can refuse, before anything is written: flags vs run dir, storage, Ray
-        run.check(space, opts.resume, opts.force)
+        will_resume = run.check(space, opts.resume, opts.force)
         new_dir = not run.root.exists()  # ours to remove if the search is refused before it starts
+        if will_resume:
+            _check_resume_storage(run, opts.storage)
         storage = st.make_storage(opts.storage) if opts.storage else None
+        # One search drives a study at a time: another one on this study (a second --resume of this run
+        # directory included) is refused here, before Ray starts. Held until _close.
+        self.study_lock = st.lock_study(storage, space.name, opts.storage) if storage is not None else None
         cluster: dict[str, float] = {}
         if opts.executor == "ray":
             from recipesearch.engine.ray_tune import RayHandle
 
-            self.ray = RayHandle(opts.address, space.threads_per_trial)
+            try:
+                self.ray = RayHandle(opts.address, space.threads_per_trial)
+            except BaseException:
+                self._release_study_lock()
+                raise
         previous_sigterm = _sigterm_as_interrupt()
         try:
             if self.ray is not None:
@@ -180,7 +202,7 @@ class SearchDriver:
 
         session = len(self.log.data.get("sessions", [])) if self.log else 0
         resources = {"cpu": self.space.resources.cpus, "gpu": self.space.resources.gpus}
-        return RayTune(self.run_dir.ray_dir, resources, self.concurrency, session)
+        return RayTune(self.run_dir.ray_dir, resources, self.concurrency, session, self.space.max_failures)
 
     def _on_message(self, text: str) -> None:
         """The loop's news (LR chosen, confirmation planned): shown, and the progress total follows."""
@@ -295,11 +317,17 @@ class SearchDriver:
         self.ui.message(f"interrupted; {n} trial(s) in flight will run again with: recipesearch search "
                         f"{self.space.path or 'SPACE'} --out {self.run_dir.root} --resume")
 
+    def _release_study_lock(self) -> None:
+        lock, self.study_lock = self.study_lock, None
+        if lock is not None:
+            lock.release()
+
     def _close(self, status: str, **fields: Any) -> None:
         try:
             if self.log is not None:
                 self.log.finish(status, **fields)
         finally:
+            self._release_study_lock()
             if self.ray is not None:
                 self.ray.stop()
             if self._report_proc is not None and self._report_proc.poll() is None and status != "finished":
