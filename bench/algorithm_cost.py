@@ -7,7 +7,8 @@ Method
 1) Base: ``recipes/digits_baseline.yaml`` (resnet8, batch 64, SGD + cosine) shortened with the budget to
    ``EPOCHS`` epochs, so every progress-scheduled method (selective backprop, layer freezing, progressive
    resizing, SWA) runs through its whole schedule, dilated. One arm per registered algorithm at its
-   literature defaults, plus RandAugment at depth 1, 2, 3; everything else identical.
+   literature defaults, plus RandAugment at depth 1, 2, 3, plus one per optimizer in ``OPTIMIZER_ARMS``
+   (Muon in place of the baseline's SGD); everything else identical.
 2) Arms run in rotated order each repeat, with a baseline run inserted after every ``BASELINE_EVERY``
    arms; each arm's ratio is its images/s over the mean of the two baseline runs around it (drift
    correction on a shared machine). images/s and the data-wait fraction come from ``TrainResult``
@@ -17,6 +18,9 @@ Method
    first (timestamps from the Trainer's ``on_epoch_end``) and the compile time is estimated as the
    first epoch's time minus a steady epoch's time.
 4) An algorithm that raises gets a row with the error.
+5) Evaluation (the test split, after training) is timed too: ``flip_tta`` costs nothing per training image
+   and a second forward pass per evaluated one, so its row's cost is the eval-time ratio. Patch
+   whitening's one-off estimate (inside train_seconds) is reported in its note.
 """
 from __future__ import annotations
 
@@ -46,11 +50,17 @@ BASELINE_EVERY = 2
 SLOW = {"torch_compile"}  # measured fewer times: compile dominates
 # Options that differ from the literature defaults because of the model: Squeeze-Excite's default only
 # touches convs with >= 128 channels (ImageNet ResNets); ResNet-8's widest is 64.
-MODEL_OPTIONS = {"squeeze_excite": {"min_channels": 64}}
+MODEL_OPTIONS = {"squeeze_excite": {"min_channels": 64},
+                 # digits refuses a flip (it changes the label); the cost of the second view does not care
+                 "flip_tta": {"force": True}}
+# Optimizers are no algorithms but cost per step like one: arm label -> fields merged into the base recipe's
+# ``optimizer`` (SGD's lr/momentum/decay stay, for what Muon leaves). Carried under the key OPTIMIZER.
+OPTIMIZER = "optimizer"
+OPTIMIZER_ARMS: dict[str, dict[str, Any]] = {"muon(optimizer)": {"name": "muon"}}
 
 
 def arms() -> dict[str, dict[str, dict[str, Any]]]:
-    """Arm label -> the recipe's ``algorithms`` mapping."""
+    """Arm label -> the recipe's ``algorithms`` mapping (an optimizer arm's: ``{OPTIMIZER: fields}``)."""
     from recipesearch.algorithms import list_algorithms
 
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -63,6 +73,8 @@ def arms() -> dict[str, dict[str, dict[str, Any]]]:
             out[f"{name}({', '.join(f'{k}={v}' for k, v in opts.items())})"] = {name: dict(opts)}
         else:
             out[name] = {name: {}}
+    for label, fields in OPTIMIZER_ARMS.items():
+        out[label] = {OPTIMIZER: dict(fields)}
     return out
 
 
@@ -70,6 +82,8 @@ def _recipe(base, algorithms: dict[str, dict[str, Any]], epochs: float):
     from recipesearch.recipe import recipe_from_dict
 
     data = base.to_dict()
+    algorithms = dict(algorithms)
+    data["optimizer"] = {**data["optimizer"], **algorithms.pop(OPTIMIZER, {})}
     data.update(algorithms=algorithms, budget=epochs / base.max_duration, threads=2, device="cpu")
     return recipe_from_dict(data, source=f"bench:{NAME}")
 
@@ -89,8 +103,11 @@ def run_one(recipe, bundle, compile_reset: bool = False) -> dict[str, Any]:
     seconds, data_seconds = trainer.train()
     cpu = time.process_time() - cpu0
     state = trainer.state
+    eval_start = time.perf_counter()
     accuracy, _ = evaluate(state, bundle.test.images, bundle.test.labels)
-    return {"images_per_s": state.samples_seen / seconds, "images_per_cpu_s": state.samples_seen / cpu,
+    eval_seconds = time.perf_counter() - eval_start
+    return {"eval_seconds": eval_seconds, "whitening_seconds": state.extra.get("patch_whitening_seconds"),
+            "images_per_s": state.samples_seen / seconds, "images_per_cpu_s": state.samples_seen / cpu,
             "train_seconds": seconds, "cpu_seconds": cpu, "data_wait_fraction": data_seconds / seconds,
             "accuracy": accuracy, "steps": state.step, "samples": state.samples_seen,
             "epoch_seconds": list(np.diff([start] + stamps))}
@@ -159,6 +176,12 @@ def _rows(runs: list[dict[str, Any]], labels: list[str], errors: dict[str, str])
         return float(np.mean(around))
 
     base_cpu = [(k, m["images_per_cpu_s"]) for k, m in enumerate(ok) if m["arm"] == "baseline"]
+    base_eval = [(k, m["eval_seconds"]) for k, m in enumerate(ok) if m["arm"] == "baseline"]
+
+    def reference_eval(k: int) -> float:
+        before = [v for j, v in base_eval if j < k]
+        after = [v for j, v in base_eval if j > k]
+        return float(np.mean(([before[-1]] if before else []) + ([after[0]] if after else [])))
 
     def reference_cpu(k: int) -> float:
         before = [v for j, v in base_cpu if j < k]
@@ -168,7 +191,8 @@ def _rows(runs: list[dict[str, Any]], labels: list[str], errors: dict[str, str])
     rows = [{"arm": "baseline", "images_per_s": summarize(v for _, v in base_pos), "relative": None,
              "images_per_cpu_s": summarize(v for _, v in base_cpu), "relative_cpu": None,
              "data_wait_fraction": summarize(m["data_wait_fraction"] for m in ok if m["arm"] == "baseline"),
-             "accuracy": summarize(m["accuracy"] for m in ok if m["arm"] == "baseline"), "error": None}]
+             "accuracy": summarize(m["accuracy"] for m in ok if m["arm"] == "baseline"), "error": None,
+             "eval_seconds": summarize(v for _, v in base_eval), "eval_relative": None}]
     for label in labels:
         mine = [(k, m) for k, m in enumerate(ok) if m["arm"] == label]
         row: dict[str, Any] = {
@@ -179,7 +203,12 @@ def _rows(runs: list[dict[str, Any]], labels: list[str], errors: dict[str, str])
             "relative_cpu": summarize(m["images_per_cpu_s"] / reference_cpu(k) for k, m in mine),
             "data_wait_fraction": summarize(m["data_wait_fraction"] for _, m in mine),
             "accuracy": summarize(m["accuracy"] for _, m in mine),
+            "eval_seconds": summarize(m["eval_seconds"] for _, m in mine),
+            "eval_relative": summarize(m["eval_seconds"] / reference_eval(k) for k, m in mine),
         }
+        whitening = [m["whitening_seconds"] for _, m in mine if m.get("whitening_seconds") is not None]
+        if whitening:
+            row["whitening_seconds"] = summarize(whitening)
         if label.startswith("torch_compile") and mine:
             steady, compile_s = [], []
             for _, m in mine:
@@ -230,7 +259,8 @@ def plot(result: dict[str, Any]) -> str | None:
     return save_figure(fig, NAME)
 
 
-def render(result: dict[str, Any]) -> str:
+def render(result: dict[str, Any], figure: bool = True) -> str:
+    """The section's markdown; ``figure=False`` leaves reports/bench/<name>.png as it is (--only runs)."""
     rows = []
     ordered = [result["rows"][0]] + sorted(
         result["rows"][1:], key=lambda r: -(r[_key(r)]["median"] if r[_key(r)] and r[_key(r)]["n"] else -1))
@@ -241,19 +271,23 @@ def render(result: dict[str, Any]) -> str:
             note = (f"steady state (after epoch 1, wall): {fmt_summary(r['steady_relative'], '.2f', 'range')}x "
                     f"baseline; compile ≈ {fmt_summary(r['compile_seconds'], '.1f', 'range')} s inside train_seconds "
                     "(first epoch minus a steady one; Inductor's on-disk cache may have been warm from earlier runs)")
+        if r.get("whitening_seconds") and r["whitening_seconds"]["n"]:
+            note = f"patch-covariance estimate {fmt_summary(r['whitening_seconds'], '.3f', 'range')} s, inside train_seconds"
         rows.append([r["arm"], r["images_per_s"]["n"],
                      fmt_summary(r.get("images_per_cpu_s", {}), ".0f", "range"),
                      "1 (reference)" if base else fmt_summary(r.get("relative_cpu") or {}, ".2f", "range"),
                      fmt_summary(r["images_per_s"], ".0f", "range"),
                      "1 (reference)" if base else fmt_summary(r["relative"], ".2f", "range"),
                      fmt_summary(r["data_wait_fraction"], ".3f", "range"), fmt_summary(r["accuracy"], ".3f", "range"),
+                     "1 (reference)" if base else fmt_summary(r.get("eval_relative") or {}, ".2f", "range"),
                      note])
-    img = plot(result)
+    img = plot(result) if figure else None
     load = result.get("load_during_runs")
     parts = [
         "**What**: images/s of each registered algorithm switched on alone (literature defaults; RandAugment "
         "at depth 1/2/3) relative to the plain baseline, and its data-wait fraction (share of train_seconds "
-        "spent producing the batch, AFTER_DATALOADER hooks included).",
+        "spent producing the batch, AFTER_DATALOADER hooks included), and the time of the test-split "
+        "evaluation after training relative to the baseline's (outside train_seconds: where flip TTA's cost shows).",
         f"**How**: base recipe `{result['base_recipe']}` (resnet8, batch 64, 2 threads, CPU), budget cut to "
         f"{result['epochs_per_run']} epochs per run so progress-scheduled methods run their whole (dilated) "
         f"schedule. Arms in rotated order per repeat, a baseline run after every {BASELINE_EVERY} arms; each "
@@ -266,7 +300,7 @@ def render(result: dict[str, Any]) -> str:
         + (f" 1-minute load average during the runs: {fmt_summary(load, '.1f', 'range')} on 2 cores." if load else ""),
         "",
         md_table(["arm", "runs", "img/CPU-s", "relative (CPU time)", "img/s (wall)", "relative (wall)",
-                  "data-wait fraction", "test acc (short run)", "note"], rows),
+                  "data-wait fraction", "test acc (short run)", "eval time (relative)", "note"], rows),
     ]
     if img:
         parts += ["", f"![relative throughput per algorithm]({img})"]
@@ -284,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     res = run(a.quick, a.repeats, a.only.split(",") if a.only else None)
     if not a.only:
         save_result(NAME, res)
-    print(render(res))
+    print(render(res, figure=not a.only))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from recipesearch.data.spec import DataSpec
 from recipesearch.errors import ConfigError
@@ -46,10 +46,18 @@ class ModelSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
-class OptimizerSpec(_Strict):
-    """SGD with Nesterov momentum and decoupled weight decay (Loshchilov & Hutter 2019), or AdamW."""
+MUON_FIELDS = ("muon_lr", "muon_momentum", "ns_steps", "muon_rest", "muon_normalize", "ns_precision")
 
-    name: Literal["sgd", "adamw"] = "sgd"
+
+class OptimizerSpec(_Strict):
+    """SGD with Nesterov momentum and decoupled weight decay (Loshchilov & Hutter 2019), AdamW, or Muon.
+
+    ``muon`` (``recipesearch/train/muon.py``, defaults from airbench94_muon.py) orthogonalises the momentum
+    of the hidden conv/linear weight matrices; the first and last layers and the 1-D parameters are
+    trained by ``muon_rest`` with the fields above (lr, momentum, nesterov, weight_decay, betas).
+    """
+
+    name: Literal["sgd", "adamw", "muon"] = "sgd"
     lr: float = Field(0.1, gt=0, description="peak learning rate, reached after warmup")
     momentum: float = Field(0.9, ge=0, lt=1)
     nesterov: bool = True
@@ -58,10 +66,31 @@ class OptimizerSpec(_Strict):
     weight_decay: float = Field(5e-4, ge=0)
     betas: tuple[float, float] = (0.9, 0.999)
     decay_norm_and_bias: bool = False  # BN/bias weights decayed too? off: the usual strong baseline
+    # Muon only (name: muon). The schedule scales muon_lr like lr; weight_decay applies to both parts.
+    muon_lr: float = Field(0.24, gt=0, description="Muon's peak LR (~ the spectral norm of each update)")
+    muon_momentum: float = Field(0.6, ge=0, lt=1, description="Muon's Nesterov momentum (airbench: 0.6)")
+    ns_steps: int = Field(5, ge=1, le=20, description="Newton-Schulz iterations (more: closer to orthogonal)")
+    muon_rest: Literal["sgd", "adamw"] = Field("sgd", description="optimizer of the params Muon does not take")
+    # airbench94_muon.py resets each filter bank to norm sqrt(out_channels) before its step: right where BN
+    # follows the layer (every conv of the library's models), a change of function elsewhere.
+    muon_normalize: bool = True
+    ns_precision: Literal["auto", "bf16", "fp32"] = Field(
+        "auto", description="Newton-Schulz matmuls: auto = bf16 on CUDA, fp32 elsewhere (train/muon.py: faster on CPU)")
+
+    @model_serializer(mode="wrap")
+    def _muon_fields_only_for_muon(self, handler: Any) -> dict[str, Any]:
+        # A recipe id hashes the dump: a recipe that does not use Muon keeps the id it had before Muon's
+        # fields existed, and Muon settings that cannot change its training do not change its id.
+        data = handler(self)
+        if self.name != "muon":
+            for key in MUON_FIELDS:
+                data.pop(key, None)
+        return data
 
     @model_validator(mode="after")
     def _nesterov_needs_momentum(self) -> OptimizerSpec:
-        if self.name == "sgd" and self.nesterov and self.momentum == 0:
+        sgd = self.name == "sgd" or (self.name == "muon" and self.muon_rest == "sgd")
+        if sgd and self.nesterov and self.momentum == 0:
             raise ValueError("nesterov needs momentum > 0")
         return self
 

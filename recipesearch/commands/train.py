@@ -79,8 +79,9 @@ def _print_table(result) -> None:
     from rich.table import Table
 
     table = Table(title=f"recipe {result.recipe_id}", show_header=True)
-    for col in ("accuracy", "train_seconds", "images/s", "data wait", "epochs", "steps"):
+    for col in ("accuracy", "train_seconds", "images/s", "data wait", "epochs", "steps", "eval s"):
         table.add_column(col, justify="right")
     table.add_row(f"{result.accuracy:.4f}", f"{result.train_seconds:.2f}", f"{result.throughput:.0f}",
-                  f"{result.data_wait_fraction:.1%}", f"{result.epochs:.2f}", str(result.steps))
+                  f"{result.data_wait_fraction:.1%}", f"{result.epochs:.2f}", str(result.steps),
+                  f"{result.eval_seconds:.2f}" if result.eval_seconds is not None else "-")
     Console().print(table)

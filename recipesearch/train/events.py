@@ -3,7 +3,7 @@
 The loop, in pseudocode, with the event fired at each marker::
 
     INIT                         # model built, optimizer not yet: surgery (blurpool, SE, channels_last)
-    FIT_START                    # optimizer, schedule and loader exist
+    FIT_START                    # optimizer, schedule and loader exist (timed): EMA's copy, patch whitening
     for epoch in epochs:
         EPOCH_START
         for x, y in loader:
@@ -24,8 +24,8 @@ The loop, in pseudocode, with the event fired at each marker::
         EPOCH_END                # layer freezing, SWA's LR switch
     FIT_END                      # EMA / SWA swap in the averaged weights for evaluation
 
-Only the time between FIT_START and FIT_END, less nothing but evaluation (which happens after
-FIT_END), counts as training time.
+Only the time from FIT_START (its hooks included) to FIT_END counts as training time; evaluation
+happens after FIT_END and is timed separately (``TrainResult.eval_seconds``).
 """
 from __future__ import annotations
 

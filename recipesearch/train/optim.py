@@ -1,10 +1,41 @@
-"""Optimizers of a strong baseline: SGD with Nesterov momentum and decoupled weight decay, or AdamW."""
+"""Optimizers of a strong baseline: SGD with Nesterov momentum and decoupled weight decay, or AdamW; or Muon
+for the hidden weight matrices with one of those for the rest (``recipesearch/train/muon.py``)."""
 from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from recipesearch.recipe import OptimizerSpec
+from recipesearch.train.muon import Muon, muon_params
+
+_NS_DTYPES = {"auto": None, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+@dataclass(frozen=True)
+class OptimizerInfo:
+    """What ``recipesearch algorithms`` lists for ``optimizer.name``: the fields it reads, and its source."""
+
+    description: str
+    citation: str
+    fields: tuple[str, ...]
+
+
+OPTIMIZERS: dict[str, OptimizerInfo] = {
+    "sgd": OptimizerInfo("SGD, Nesterov momentum, decoupled weight decay that follows the schedule (the baseline)",
+                         "Loshchilov & Hutter 2019, Decoupled Weight Decay Regularization; Composer's DecoupledSGDW",
+                         ("lr", "momentum", "nesterov", "weight_decay", "decay_norm_and_bias")),
+    "adamw": OptimizerInfo("Adam with decoupled weight decay",
+                           "Loshchilov & Hutter 2019, Decoupled Weight Decay Regularization",
+                           ("lr", "betas", "weight_decay", "decay_norm_and_bias")),
+    "muon": OptimizerInfo("Nesterov momentum orthogonalised by Newton-Schulz for hidden conv/linear weights; "
+                          "muon_rest (sgd/adamw, fields above) for first/last layers and 1-D params",
+                          "Jordan et al. 2024, Muon: An optimizer for hidden layers in neural networks; "
+                          "airbench94_muon.py",
+                          ("muon_lr", "muon_momentum", "ns_steps", "muon_rest", "muon_normalize", "ns_precision")),
+}
 
 
 class DecoupledSGDW(torch.optim.SGD):
@@ -31,11 +62,15 @@ class DecoupledSGDW(torch.optim.SGD):
         return super().step(closure)
 
 
-def param_groups(model: nn.Module, decay_norm_and_bias: bool) -> list[dict]:
-    """Split parameters so BN/bias weights (1-D) escape weight decay unless asked otherwise."""
+def param_groups(model: nn.Module, decay_norm_and_bias: bool, exclude: Iterable[nn.Parameter] = ()) -> list[dict]:
+    """Split parameters so BN/bias weights (1-D) escape weight decay unless asked otherwise.
+
+    ``exclude``: parameters another optimizer takes (Muon's matrices).
+    """
+    taken = {id(p) for p in exclude}
     decay, no_decay = [], []
     for p in model.parameters():
-        if not p.requires_grad:
+        if not p.requires_grad or id(p) in taken:
             continue
         (decay if decay_norm_and_bias or p.ndim > 1 else no_decay).append(p)
     groups = [{"params": decay, "decay": True}]
@@ -45,8 +80,17 @@ def param_groups(model: nn.Module, decay_norm_and_bias: bool) -> list[dict]:
 
 
 def build_optimizer(spec: OptimizerSpec, model: nn.Module) -> torch.optim.Optimizer:
-    groups = param_groups(model, spec.decay_norm_and_bias)
-    if spec.name == "sgd":
+    if spec.name == "muon":
+        matrices = muon_params(model)
+        rest = _elementwise(spec.muon_rest, spec, param_groups(model, spec.decay_norm_and_bias, exclude=matrices))
+        return Muon(matrices, lr=spec.muon_lr, momentum=spec.muon_momentum, nesterov=True, ns_steps=spec.ns_steps,
+                    weight_decay=spec.weight_decay, normalize=spec.muon_normalize,
+                    ns_dtype=_NS_DTYPES[spec.ns_precision], rest=rest)
+    return _elementwise(spec.name, spec, param_groups(model, spec.decay_norm_and_bias))
+
+
+def _elementwise(name: str, spec: OptimizerSpec, groups: list[dict]) -> torch.optim.Optimizer:
+    if name == "sgd":
         return DecoupledSGDW(groups, spec.lr, spec.momentum, spec.nesterov, spec.weight_decay)
     for g in groups:
         g["weight_decay"] = spec.weight_decay if g["decay"] else 0.0
