@@ -11,7 +11,14 @@ Then, over the whole history:
 - study vs trials.csv: the same trials, states and values;
 - compute wasted per kill: the training time of trials interrupted by the kill (their start to the kill).
 
-    python -m bench.crash_cycles [--cycles 10] [--quick]     # quick: 3 cycles of a smaller search
+Second part, node loss: the same search on a two-node loopback Ray cluster (head 127.0.0.2 and a worker
+node 127.0.0.3, one CPU each, ``--address``); whenever a trial trains on the worker node, every process of
+that node is killed with SIGKILL and a fresh worker node joins a few seconds later, ``--losses`` times. The
+search must complete in the same run with no trial lost: the trial the node took down runs again
+(``max_failures`` in the space, Ray Tune's FailureConfig). Measured: trials retried and failed, completed
+trials lost, and the training time the lost attempts had spent.
+
+    python -m bench.crash_cycles [--cycles 10] [--losses 3] [--quick]   # quick: 3 cycles, 2 losses, smaller
 """
 from __future__ import annotations
 
@@ -102,10 +109,9 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
                  max_extra: float = 4.0, timeout: float = 300.0) -> dict[str, Any]:
     """Kill and resume a search ``cycles`` times, then let it finish; returns the measurements."""
     from recipesearch.engine import study as st
-    from recipesearch.space import load_space
 
     rng = random.Random(seed)
-    name = load_space(space).name
+    name = _load_name(space)
     marker = tempfile.mkdtemp(prefix="rscc", dir="/tmp")
     env = {**os.environ, "RAY_TMPDIR": marker, "RAY_USAGE_STATS_ENABLED": "0"}
     cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet", "--no-report"]
@@ -160,14 +166,129 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
             "orphans": sum(k["orphans_after_5s"] for k in kills)}
 
 
-def run(quick: bool = False, cycles: int | None = None) -> dict[str, Any]:
+def _ray_cli(args: list[str], env: dict[str, str]) -> None:
+    ray = str(Path(sys.executable).with_name("ray"))
+    r = subprocess.run([ray, *args], env=env, capture_output=True, text=True, timeout=180)
+    if r.returncode:
+        raise RuntimeError(f"ray {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
+
+
+def node_pids(marker: str, ip: str) -> list[int]:
+    """Processes of our cluster (``marker``: its RAY_TMPDIR) that belong to the node at ``ip``: those with the
+    node's address on their command line (raylet, agents), and their descendants (the trial workers, whose
+    command line Ray rewrites to ``ray::ImplicitFunc...``)."""
+    ours = _all_ray(marker)
+    parent = {}
+    for pid in ours:
+        try:
+            parent[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    node = set()
+    for pid in ours:
+        try:
+            if ip.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                node.add(pid)
+        except OSError:
+            continue
+    grew = True
+    while grew:
+        before = len(node)
+        node |= {pid for pid, ppid in parent.items() if ppid in node}
+        grew = len(node) > before
+    return sorted(node)
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def lose_nodes(space: Path, out: Path, losses: int, trials: int | None = None, timeout: float = 900.0) -> dict[str, Any]:
+    """Run a search on a two-node cluster and take its worker node down ``losses`` times mid-trial."""
+    name = _load_name(space)
+    marker = tempfile.mkdtemp(prefix="rsnl", dir="/tmp")
+    env = {**os.environ, "RAY_TMPDIR": marker, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    port = _free_port("127.0.0.2")
+    address = f"127.0.0.2:{port}"
+    head = ["start", "--disable-usage-stats", "--num-cpus=1", "--head", "--node-ip-address=127.0.0.2",
+            f"--port={port}", "--include-dashboard=false"]
+    worker = ["start", "--disable-usage-stats", "--num-cpus=1", f"--address={address}", "--node-ip-address=127.0.0.3"]
+    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--address", address,
+           "--no-report"] + (["--trials", str(trials)] if trials else [])
+    log = out.parent / "node-loss.log"
+    events: list[dict[str, Any]] = []
+    try:
+        _ray_cli(head, env)
+        _ray_cli(worker, env)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+        t0 = time.monotonic()
+        seen_on_worker = 0
+        while proc.poll() is None and len(events) < losses and time.monotonic() - t0 < timeout:
+            time.sleep(0.3)
+            try:
+                trials_now = _study(out, name).get_trials()
+            except Exception:  # noqa: BLE001 - not created yet
+                continue
+            on_worker = sum(1 for t in trials_now if t.user_attrs.get("node") == "127.0.0.3")
+            running = [t for t in trials_now if t.state.name == "RUNNING" and t.datetime_start]
+            # the worker node's actor is warm once a trial finished there since it (re)joined
+            if on_worker <= seen_on_worker or not running:
+                continue
+            time.sleep(random.Random(len(events)).uniform(0.5, 2.0))
+            killed_at, killed_wall = datetime.now(), time.monotonic() - t0
+            for pid in node_pids(marker, "127.0.0.3"):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            in_flight = [t for t in _study(out, name).get_trials() if t.state.name == "RUNNING" and t.datetime_start]
+            events.append({"at_s": round(killed_wall, 1), "in_flight": [t.number for t in in_flight],
+                           "started": {t.number: t.datetime_start for t in in_flight}, "killed_at": killed_at})
+            time.sleep(5)
+            _ray_cli(worker, env)  # a replacement node joins
+            seen_on_worker = sum(1 for t in _study(out, name).get_trials() if t.user_attrs.get("node") == "127.0.0.3")
+        returncode = proc.wait(timeout=timeout)
+    finally:
+        _kill_all(marker)
+        shutil.rmtree(marker, ignore_errors=True)
+    trials_end = _study(out, name).get_trials()
+    retried = [t for t in trials_end if t.user_attrs.get("retries")]
+    wasted = 0.0
+    for e in events:  # the lost attempt of each retried trial: from its start to the kill
+        for t in retried:
+            if t.number in e["started"]:
+                wasted += max(0.0, (e["killed_at"] - e["started"][t.number]).total_seconds())
+    text = log.read_text(errors="replace")
+    return {"losses": len(events), "returncode": returncode, "completed": sum(t.state.name == "COMPLETE" for t in trials_end),
+            "failed": sum(t.state.name == "FAIL" for t in trials_end), "trials": len(trials_end),
+            "retried": len(retried), "retries": sum(int(t.user_attrs["retries"]) for t in retried),
+            "reasons": sorted({t.user_attrs.get("retry_reason", "") for t in retried}),
+            "wasted_seconds_per_loss": wasted / len(events) if events else 0.0,
+            "tracebacks": text.count("Traceback"),
+            "events": [{k: v for k, v in e.items() if k in ("at_s", "in_flight")} for e in events]}
+
+
+def _load_name(space: Path) -> str:
+    from recipesearch.space import load_space
+
+    return load_space(space).name
+
+
+def run(quick: bool = False, cycles: int | None = None, losses: int | None = None) -> dict[str, Any]:
     env = environment()
     out = Path(tempfile.mkdtemp(prefix="crash-cycles-")) / "run"
     n = cycles or (3 if quick else 10)
     result = cycle_search(DIGITS, out, n, trials=20 if quick else 30, seed=0)
     shutil.rmtree(out.parent, ignore_errors=True)
+    out = Path(tempfile.mkdtemp(prefix="node-loss-")) / "run"
+    node_loss = lose_nodes(DIGITS, out, losses or (2 if quick else 3), trials=20 if quick else 30)
+    shutil.rmtree(out.parent, ignore_errors=True)
     return {"name": NAME, "quick": quick, "environment": env, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "space": str(DIGITS.relative_to(ROOT)), **result}
+            "space": str(DIGITS.relative_to(ROOT)), **result, "node_loss": node_loss}
 
 
 def render(result: dict[str, Any]) -> str:
@@ -188,15 +309,33 @@ def render(result: dict[str, Any]) -> str:
         "",
         f"**{'All goals met.' if ok else 'Goals not met.'}** Completed trials at the end: {result['completed']}.",
     ]
+    nl = result.get("node_loss")
+    if nl:
+        nl_ok = nl["returncode"] == 0 and nl["failed"] == 0 and nl["retried"] >= nl["losses"] and not nl["tracebacks"]
+        lines += [
+            "", "### Node loss", "",
+            f"The same search (`--trials` as above) on a two-node loopback cluster (`--address`, one CPU per node); "
+            f"the worker node killed (every process, SIGKILL) {nl['losses']} times while it trained a trial, a fresh "
+            "worker node joining 5 s later. `max_failures: 2` (the default) lets Ray Tune run a lost trial again.",
+            "", "| measure | result | goal |", "|---|---|---|",
+            f"| search completed in the same run | exit {nl['returncode']} | exit 0 |",
+            f"| trials retried (retries) | {nl['retried']} ({nl['retries']}) | one per loss |",
+            f"| trials failed | {nl['failed']} of {nl['trials']} | 0 |",
+            f"| training time lost per node loss (s) | {fmt(nl['wasted_seconds_per_loss'], '.1f')} | – |",
+            f"| tracebacks printed | {nl['tracebacks']} | 0 |",
+            "", f"Reasons recorded: {'; '.join(nl['reasons']) or '–'}.",
+            "", f"**{'All goals met.' if nl_ok else 'Goals not met.'}**",
+        ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cycles", type=int)
+    p.add_argument("--losses", type=int)
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
-    result = run(quick=args.quick, cycles=args.cycles)
+    result = run(quick=args.quick, cycles=args.cycles, losses=args.losses)
     save_result(NAME, result)
     print(render(result))
     print(json.dumps({k: v for k, v in result.items() if k not in ("environment", "kills")}, default=str))

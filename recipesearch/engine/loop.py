@@ -72,7 +72,7 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     result = result or {}
     attrs: dict[str, Any] = {}
     for key in ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction",
-                "wall_seconds"):
+                "wall_seconds", "eval_seconds"):  # eval_seconds: outside train_seconds (flip TTA doubles it)
         if finite(result.get(key)):
             attrs[key] = float(result[key])
     for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
@@ -128,7 +128,8 @@ class SearchLoop:
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
         """(interrupted trials queued again, baseline and LR-sweep runs queued)."""
-        recovered = st.recover_interrupted(self.study, self.storage) if resuming else 0
+        recovered = (st.recover_interrupted(self.study, self.storage) + st.requeue_lost_workers(self.study)
+                     if resuming else 0)
         return recovered, st.ensure_lr_sweep(self.study, self.space) + self._queue_baselines()
 
     def _queue_baselines(self) -> int:
@@ -302,6 +303,9 @@ class SearchLoop:
         self._sweep_stale = True
         trial = proposal.trial
         attrs, values = outcome(self.space, result, crash)
+        if crash:  # its worker died (node lost, killed for memory): the executor gave up on this attempt
+            attrs[st.WORKER_LOST] = True
+            attrs[st.RETRIES] = int(trial.user_attrs.get(st.RETRIES) or 0) + 1
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         state = TrialState.COMPLETE if values is not None else TrialState.FAIL
@@ -310,8 +314,33 @@ class SearchLoop:
         except (ValueError, RuntimeError) as exc:  # e.g. a value Optuna rejects: record it, go on
             trial.set_user_attr("error", f"could not record the result: {exc}")
             frozen = self.study.tell(trial, state=TrialState.FAIL)
+        if crash:
+            self._run_again(frozen, crash)
         self.on_finish(frozen)
         return frozen
+
+    def _run_again(self, frozen: FrozenTrial, reason: str) -> None:
+        """A lost worker's run is queued again while the run's worker deaths stay within ``max_failures``.
+
+        Ray Tune's own retries (``note_retry``) do not cover every death: a retry placed on a node that
+        is already gone fails while the trial is still PENDING, and Tune ends the trial there. Past the
+        limit the FAIL stands (``--resume`` queues it once more, ``study.requeue_lost_workers``).
+        """
+        deaths = int(frozen.user_attrs.get(st.RETRIES) or 0)
+        params = st.rerun_params(frozen)
+        if deaths > self.space.max_failures or not params:
+            return
+        st.enqueue(self.study, params, **st.requeue_attrs(frozen, frozen.number))
+        self.on_message(f"trial {frozen.number}: {reason}; queued again as a new trial (retry {deaths} of "
+                        f"{self.space.max_failures})")
+
+    def note_retry(self, proposal: Proposal, reason: str) -> None:
+        """The trial's worker died and the executor starts it again: counted on the (still running) trial."""
+        trial = proposal.trial
+        retries = int(trial.user_attrs.get(st.RETRIES) or 0) + 1
+        trial.set_user_attr(st.RETRIES, retries)
+        trial.set_user_attr("retry_reason", reason)
+        self.on_message(f"trial {proposal.number}: {reason}; running it again (retry {retries})")
 
     def interrupt(self, proposal: Proposal) -> FrozenTrial:
         """FAIL("interrupted") and queued again with the same params: it runs once more, later."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -39,6 +40,8 @@ _TUNE_ENV = {
     "RAY_AIR_NEW_OUTPUT": "0",
     "TUNE_DISABLE_SIGINT_HANDLER": "1",
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "1000000",
+    # A dead worker's trial gets one line from us (summarise_error), not Ray's traceback per death.
+    "TUNE_PRINT_ALL_TRIAL_ERRORS": "0",
 }
 
 
@@ -72,6 +75,12 @@ class LoopSearcher(Searcher):
         crash = (self.crash_notes.pop(trial_id, None) or "the trial's worker process died") if error else None
         self.loop.tell(proposal, result, crash)
 
+    def on_retry(self, trial_id: str, text: str) -> None:
+        """Tune starts the trial again after its worker died (``FailureConfig``); the study notes it."""
+        proposal = self.proposals.get(trial_id)
+        if proposal is not None:
+            self.loop.note_retry(proposal, text)
+
     # The study in study.db is the checkpoint. Tune's pickled copy of the searcher would hold the loop,
     # the UI and a database handle, and would never be read (resume reads the study).
     def save_to_dir(self, *args: Any, **kwargs: Any) -> None:
@@ -86,14 +95,24 @@ class LoopSearcher(Searcher):
 
 
 class CrashNotes(FIFOScheduler):
-    """FIFO scheduling, plus the text of a dead worker's error, which Tune hands the scheduler only."""
+    """FIFO scheduling, plus the text of a dead worker's error, which Tune hands the scheduler only.
 
-    def __init__(self, notes: dict[str, str]):
+    Tune calls ``on_trial_error`` for every death of a trial's worker: before each retry that
+    ``FailureConfig(max_failures)`` allows (the trial is then already marked ERROR, and goes back to PENDING
+    right after) and once more for the last death, before the searcher hears of it. Each retry is told to
+    ``on_retry`` at once, so the study records it even if the driver dies next.
+    """
+
+    def __init__(self, notes: dict[str, str], on_retry: Any = None):
         super().__init__()
         self.notes = notes
+        self.on_retry = on_retry or (lambda trial_id, text: None)
 
     def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
-        self.notes[trial.trial_id] = _read_error(trial)
+        text = _read_error(trial)
+        self.notes[trial.trial_id] = text
+        if trial.status == "ERROR" and trial.should_recover():  # Tune's requeue path (see the docstring)
+            self.on_retry(trial.trial_id, text)
 
 
 def _read_error(trial: Any) -> str:
@@ -107,15 +126,59 @@ def _read_error(trial: Any) -> str:
 
 
 def summarise_error(text: str) -> str:
-    """One line from Tune's error file: the worker's death reason, or the exception's last line."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("Failure #")]
+    """One line from Tune's error file (one "Failure # k" block per death of the trial's worker) about the
+    last death: Ray's memory monitor, a lost node, or a worker process that died (kill -9, the kernel's OOM
+    killer, a crash: Ray cannot tell these apart, and lists them all as possible causes)."""
+    block = re.split(r"^Failure # \d+.*$", text, flags=re.MULTILINE)[-1]
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
     if not lines:
         return "the trial's worker process died"
-    memory = next((ln for ln in lines if "memory" in ln.lower() or "oom" in ln.lower()), None)
-    if memory:
-        return f"out of memory: {memory}"[:500]
-    died = next((ln for ln in lines if "died" in ln.lower()), None)
-    return f"worker crashed: {died or lines[-1]}"[:500]
+    flat = " ".join(lines)
+    if "OutOfMemoryError" in flat or "low on memory" in flat:
+        usage = re.search(r"was ([\d.]+\s*[KMGT]?B) used / ([\d.]+\s*[KMGT]?B)", flat)
+        return ("out of memory: Ray's memory monitor killed the trial's worker"
+                + (f" (node memory {usage.group(1)} used of {usage.group(2)})" if usage else ""))
+    if re.search(r"node (?:has )?died|node was terminated|node .* (?:is|was) dead|NodeDiedError", flat, re.I):
+        return "worker lost: the node running the trial died"
+    if "unavailable" in flat and "RpcError" in flat:  # the node went away under a running actor
+        rpc = re.search(r"RPC error: (.*?)(?: rpc_code|$)", flat)
+        detail = rpc.group(1).split(";")[0].strip()[:80] if rpc else "no answer"
+        return f"worker lost: the trial's node stopped answering ({detail})"
+    if "worker process has died" in flat or "died unexpectedly" in flat:
+        exit_type = re.search(r"Worker exit type: (\w+)", flat)
+        return ("worker crashed: its process died" + (f" ({exit_type.group(1)})" if exit_type else "")
+                + "; killed by a signal, the kernel's OOM killer, or a crash")
+    return f"worker crashed: {lines[-1]}"[:300]
+
+
+class _DropTuneSummary(logging.Filter):
+    """Tune ends with "Trials did not complete: [...]" when a trial's worker died: the study and our own
+    output already say which trial failed and why."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Trials did not complete")
+
+
+def _memory_kills_are_actor_deaths() -> None:
+    """Ray 2.60's Tune ends the whole ``fit`` ("Caught unexpected exception", exit 1) when Ray's memory monitor
+    kills a trial's worker: the actor task then fails with ``ray.exceptions.OutOfMemoryError``, which Tune's
+    actor manager (ray/air/execution/_internal/actor_manager.py, ``_actor_task_failed``) only expects as a
+    ``RayActorError`` or ``RayTaskError``. Handed over as the actor death it is, Tune retries that trial
+    (``FailureConfig``) or fails it alone, and the search goes on. Patched once, only where that private
+    method exists; a Ray that handles the error itself never sees the wrapper act."""
+    from ray.air.execution._internal import actor_manager
+
+    original = getattr(actor_manager.RayActorManager, "_actor_task_failed", None)
+    if original is None or getattr(original, "memory_kills_are_deaths", False):
+        return
+
+    def _actor_task_failed(self: Any, tracked_actor_task: Any, exception: Exception) -> Any:
+        if isinstance(exception, ray.exceptions.OutOfMemoryError):
+            exception = ray.exceptions.RayActorError(error_msg=f"ray.exceptions.OutOfMemoryError: {exception}")
+        return original(self, tracked_actor_task, exception)
+
+    _actor_task_failed.memory_kills_are_deaths = True  # type: ignore[attr-defined]
+    actor_manager.RayActorManager._actor_task_failed = _actor_task_failed
 
 
 def _dirname(trial: Any) -> str:
@@ -127,24 +190,33 @@ class RayTune:
 
     name = "ray"
 
-    def __init__(self, storage_path: Path, resources: dict[str, float], concurrency: int, session: int):
+    def __init__(self, storage_path: Path, resources: dict[str, float], concurrency: int, session: int,
+                 max_failures: int = 2):
         self.storage_path, self.resources, self.concurrency = storage_path, resources, concurrency
-        self.session = session
+        self.session, self.max_failures = session, max_failures
 
     def run(self, loop: SearchLoop) -> None:
+        _memory_kills_are_actor_deaths()
         notes: dict[str, str] = {}
+        searcher = LoopSearcher(loop, notes)
         tuner = tune.Tuner(
             tune.with_resources(trainable, self.resources),
-            tune_config=tune.TuneConfig(search_alg=LoopSearcher(loop, notes), scheduler=CrashNotes(notes),
+            tune_config=tune.TuneConfig(search_alg=searcher, scheduler=CrashNotes(notes, searcher.on_retry),
                                         num_samples=max(1, loop.remaining()),
                                         max_concurrent_trials=self.concurrency, reuse_actors=True,
                                         trial_dirname_creator=_dirname),
             run_config=tune.RunConfig(storage_path=str(self.storage_path.resolve()),
                                       name=f"session-{self.session}-{time.strftime('%H%M%S')}", verbose=0,
-                                      log_to_file=True),
+                                      log_to_file=True,
+                                      # A trial whose worker died (node lost, killed for memory) runs again
+                                      # from its start; a trial's own failure is a result, never an error.
+                                      failure_config=tune.FailureConfig(max_failures=self.max_failures)),
         )
         # Tune's result grid looks for per-trial result files we do not write (the study has the results).
         logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+        tune_log = logging.getLogger("ray.tune.tune")
+        if not any(isinstance(f, _DropTuneSummary) for f in tune_log.filters):
+            tune_log.addFilter(_DropTuneSummary())
         tuner.fit()
 
 
@@ -197,6 +269,7 @@ class RayHandle:
 
     def __init__(self, address: str | None, threads: int):
         self.started = False
+        self.dashboard_url: str | None = None
         os.environ.update(_TUNE_ENV)
         if ray.is_initialized():  # a Python API user brought their own Ray
             self.address = ray.get_runtime_context().gcs_address
@@ -220,7 +293,10 @@ class RayHandle:
                 # A local Ray listens on loopback only: no token to manage (and no warning about it).
                 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
                 cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-                ray.init(num_cpus=cpus, _node_ip_address=LOOPBACK_IP, include_dashboard=False, **common)
+                # No dashboard web server (it would listen on every interface) unless a user starts a Ray
+                # cluster with one themselves and passes --address.
+                context = ray.init(num_cpus=cpus, _node_ip_address=LOOPBACK_IP, include_dashboard=False, **common)
+                self.dashboard_url = context.dashboard_url or None
         except (ConnectionError, ValueError, RuntimeError) as exc:
             if not address:
                 raise

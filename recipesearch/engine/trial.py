@@ -28,7 +28,8 @@ from recipesearch.recipe import recipe_from_dict
 from recipesearch.train.loop import fit
 
 # Every metric a trial reports; NaN when it failed (Tune wants the searcher's metrics in every result).
-METRICS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "epochs")
+METRICS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "epochs",
+           "eval_seconds")
 
 
 def _failure(error: str) -> dict[str, Any]:
@@ -84,11 +85,42 @@ def _run(config: dict[str, Any]) -> dict[str, Any]:
             "threads": result.threads, "warnings": "; ".join(result.warnings)}
 
 
+# Fault injection for the reliability tests (a worker killed by the kernel, or by Ray's memory monitor):
+# ``{"trial": 3, "fault": "sigkill" | "allocate", "gib": 4, "once": "/tmp/marker"}`` as JSON. With ``once``
+# the fault strikes the first attempt only (the marker file remembers it across worker processes).
+FAULT_ENV = "RECIPESEARCH_TEST_FAULT"
+
+
+def _inject_fault(config: dict[str, Any]) -> None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    import json
+    import signal
+
+    fault = json.loads(spec)
+    if int(fault.get("trial", -1)) != int(config.get("number", -2)):
+        return
+    once = fault.get("once")
+    if once:
+        if os.path.exists(once):
+            return
+        open(once, "w").close()
+    if fault.get("fault") == "allocate":  # grow until Ray's memory monitor (or the kernel) kills us
+        hog = []
+        for _ in range(int(fault.get("gib", 4)) * 8):
+            hog.append(torch.ones(2**24, dtype=torch.float64))  # 128 MiB, touched
+            time.sleep(0.05)
+        time.sleep(60)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def trainable(config: dict[str, Any]) -> None:
     """Ray Tune function trainable: one report per trial."""
     import ray
     from ray import tune
 
+    _inject_fault(config)
     result = run_recipe(config)
     result["node"] = ray.util.get_node_ip_address()  # where it ran: a cluster's nodes may differ in speed
     tune.report(result)

@@ -77,7 +77,7 @@ def space_from_dict(
         sampler=SamplerSpec(name=file.sampler.name, seed=file.sampler_seed, options=file.sampler.options),
         trials=file.trials, concurrency=file.concurrency,
         resources=Resources(cpus=file.resources.cpus, gpus=file.resources.gpus), threads_per_trial=file.threads,
-        seed=file.seed, price_per_hour=file.price_per_hour,
+        seed=file.seed, price_per_hour=file.price_per_hour, max_failures=file.max_failures,
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),
         confirm=ConfirmSpec(enabled=file.confirm.enabled, top_k=file.confirm.top_k, seeds=file.confirm.seeds,
                             max_share=file.confirm.max_share), hparams=hparams, fixed=fixed, algorithms=algorithms,

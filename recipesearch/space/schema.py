@@ -229,6 +229,10 @@ class SpaceFile(Section):
     concurrency: int = Field(1, ge=1)
     resources: Annotated[ResourcesEntry, BeforeValidator(_empty_section)] = ResourcesEntry()
     threads_per_trial: int = Field(1, ge=1)  # not given: resources.cpus (at least 1), see ``threads``
+    # Retries of a trial whose worker died (node lost, process killed for memory): Ray Tune's
+    # FailureConfig(max_failures). A trial failing for its own reason (divergence, bad params) is a result and
+    # is never retried. Operational, like ``name``: not part of the space hash.
+    max_failures: int = Field(2, ge=0, le=100)
     seed: int = 0
     baseline: Annotated[BaselineEntry, BeforeValidator(_empty_section)] = BaselineEntry()
     confirm: Annotated[ConfirmEntry, BeforeValidator(_empty_section)] = ConfirmEntry()

@@ -110,6 +110,7 @@ class SearchSpace:
         seed: int,
         price_per_hour: float | None,
         hparams: list[ParamSpec],
+        max_failures: int = 2,
         baseline: BaselineSpec = BaselineSpec(),
         confirm: ConfirmSpec = ConfirmSpec(),
         fixed: dict[str, Any],
@@ -125,6 +126,7 @@ class SearchSpace:
         self.threads_per_trial, self.seed, self.price_per_hour = threads_per_trial, seed, price_per_hour
         self.hparams, self.fixed, self.algorithms = hparams, fixed, algorithms
         self.baseline, self.confirm = baseline, confirm
+        self.max_failures = max_failures  # retries of a lost worker's trial; not in the hash (operational)
         self.path, self.text, self.source = path, text, source
         # Algorithms on in every trial: base algorithms that are not candidates, and always-on candidates.
         self._fixed_on = [a for a in base.algorithms if a not in algorithms]

@@ -75,12 +75,39 @@ def test_failures_are_recorded_with_their_reason(fresh):
     loop.tell(loop.ask(), {**GOOD, "accuracy": math.nan, "train_seconds": math.nan,
                            "error": "diverged: loss is nan at step 3"})
     loop.tell(loop.ask(), None, crash="worker crashed: The actor died unexpectedly before finishing this task.")
-    loop.tell(loop.ask(), {**GOOD, "accuracy": math.nan})
+    loop.tell(loop.ask(), {**GOOD, "accuracy": math.nan})  # the lost worker's run, queued again
     t0, t1, t2 = study.get_trials()
     assert t0.state.name == "FAIL" and t0.user_attrs["error"] == "diverged: loss is nan at step 3"
     assert t1.state.name == "FAIL" and t1.user_attrs["error"].startswith("worker crashed: The actor died")
+    assert t1.user_attrs["worker_lost"] is True and t1.user_attrs["retries"] == 1
     assert t2.state.name == "FAIL" and "no finite test accuracy" in t2.user_attrs["error"]
-    assert st.count_finished(study.get_trials()) == 3 and loop.remaining() == space.trials - 3
+    assert t2.user_attrs["requeued_from"] == 1 and t2.params == t1.params and t2.user_attrs["retries"] == 1
+    assert "worker_lost" not in t0.user_attrs and "worker_lost" not in t2.user_attrs  # not retried
+    # the lost worker's FAIL gave way to its re-run: two trials count
+    assert st.count_finished(study.get_trials()) == 2 and loop.remaining() == space.trials - 2
+
+
+def test_a_run_whose_worker_keeps_dying_stops_at_max_failures(fresh):
+    loop, study, space, _ = fresh
+    chain: list[int] = []  # the run whose worker dies, then each re-run of it
+    while len(chain) <= space.max_failures:
+        proposal = loop.ask()
+        if not chain or proposal.trial.user_attrs.get("requeued_from") == chain[-1]:
+            loop.tell(proposal, None, crash="out of memory: Ray's memory monitor killed the trial's worker")
+            chain.append(proposal.number)
+        else:
+            loop.tell(proposal, dict(GOOD))
+    trials = study.get_trials()
+    assert [trials[n].user_attrs["retries"] for n in chain] == list(range(1, space.max_failures + 2))
+    assert all(trials[n].state.name == "FAIL" and trials[n].user_attrs["worker_lost"] for n in chain)
+    # past the limit nothing is queued: the last FAIL counts, the earlier ones gave way to their re-runs
+    assert not [t for t in trials if t.user_attrs.get("requeued_from") == chain[-1]]
+    others = sum(t.state.name == "COMPLETE" for t in trials)
+    assert st.count_finished(trials) == others + 1
+    # --resume queues it once more, and only once
+    assert st.requeue_lost_workers(study) == 1 and st.requeue_lost_workers(study) == 0
+    assert study.get_trials()[-1].user_attrs["requeued_from"] == chain[-1]
+    assert st.count_finished(study.get_trials()) == others
 
 
 def test_a_trial_stopped_without_result_is_interrupted_and_queued_again(fresh):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -34,20 +35,34 @@ def test_the_searcher_is_the_loops_ask_and_tell(tmp_path, make_space):
     searcher.on_trial_complete("t2")  # stopped before it reported: interrupted, queued again
     searcher.on_trial_complete("t2", result=dict(GOOD))  # told twice by Tune: the second is ignored
     states = [(t.state.name, t.user_attrs.get("error")) for t in study.get_trials()]
+    # the lost worker's run (within max_failures) and the interrupted one are both queued again
     assert states == [("COMPLETE", None), ("FAIL", "out of memory: killed"), ("FAIL", st.INTERRUPTED),
-                      ("WAITING", None)]
-    assert searcher.suggest("t4")["number"] == 3  # the interrupted trial's params run again
+                      ("WAITING", None), ("WAITING", None)]
+    assert [t.user_attrs.get("requeued_from") for t in study.get_trials()[3:]] == [1, 2]
+    assert searcher.suggest("t4")["number"] == 3 and searcher.suggest("t5")["number"] == 4
     searcher.on_trial_complete("t4", result=dict(GOOD))
-    assert searcher.suggest("t5") == Searcher.FINISHED
+    searcher.on_trial_complete("t5", result=dict(GOOD))
+    assert st.count_finished(study.get_trials()) == 3
+    assert searcher.suggest("t6") == Searcher.FINISHED
     assert searcher.__getstate__() == {}  # nothing of the loop goes into Tune's checkpoint
 
 
-def test_summarise_error_names_memory_and_dead_workers():
-    assert summarise_error("Failure # 1\nray.exceptions.OutOfMemoryError: Task was killed due to the node "
-                           "running low on memory.").startswith("out of memory:")
-    text = "Failure # 1 (occurred at x)\nThe actor died unexpectedly before finishing this task.\n  class_name: X"
-    assert summarise_error(text) == "worker crashed: The actor died unexpectedly before finishing this task."
+def test_summarise_error_names_memory_lost_nodes_and_dead_workers():
+    memory = ("Failure # 1\nray.exceptions.OutOfMemoryError: 1 worker(s) were killed due to the node running low on "
+              "memory. Memory on the node (IP: 127.0.0.2, ID: a9) was 4.75GB used / 23.54GB limit (0.2018)\n")
+    assert summarise_error(memory) == ("out of memory: Ray's memory monitor killed the trial's worker (node memory "
+                                       "4.75GB used of 23.54GB)")
+    died = ("Failure # 1 (occurred at x)\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing "
+            "this task.\n  class_name: X\nThe actor is dead because its worker process has died. Worker exit type: "
+            "SYSTEM_ERROR Worker exit detail: ... (1) the process was killed by the OOM killer due to high memory")
+    assert summarise_error(died) == ("worker crashed: its process died (SYSTEM_ERROR); killed by a signal, the "
+                                     "kernel's OOM killer, or a crash")
+    # only the last death counts: Tune appends one block per failure
+    assert summarise_error(memory + died.replace("Failure # 1", "Failure # 2")).startswith("worker crashed")
+    assert summarise_error("Failure # 1\nThe actor died because its node has died. Node Id: 1f") == (
+        "worker lost: the node running the trial died")
     assert summarise_error("") == "the trial's worker process died"
+    assert summarise_error("Failure # 1\nSomething else\nlast line") == "worker crashed: last line"
 
 
 # -- a real search on a local Ray -------------------------------------------------------------------------
@@ -116,3 +131,20 @@ def test_a_local_run_is_quiet_about_ray_auth(tmp_path, write_space, ray_env, run
                 env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Token authentication" not in r.stdout + r.stderr
+
+
+@pytest.mark.ray
+def test_a_local_ray_is_quiet_and_serves_no_dashboard(ray_env, capfd):
+    from recipesearch.engine.ray_tune import RayHandle
+
+    handle = RayHandle(None, threads=1)
+    try:
+        assert handle.started and handle.dashboard_url is None
+        listening = Path("/proc/net/tcp").read_text() + Path("/proc/net/tcp6").read_text()
+        # 8265 is the dashboard's port (0x2049); state 0A is LISTEN
+        rows = [ln.split() for ln in listening.splitlines() if ln.strip() and not ln.lstrip().startswith("sl")]
+        assert not [r for r in rows if r[1].endswith(":2049") and r[3] == "0A"]
+    finally:
+        handle.stop()
+    printed = "".join(capfd.readouterr())
+    assert "token" not in printed.lower() and "auth" not in printed.lower(), printed

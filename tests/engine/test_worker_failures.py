@@ -1,0 +1,113 @@
+"""Trials whose worker process dies (killed by the kernel, by Ray's memory monitor, or with its node) are run
+again by Ray Tune (``max_failures`` in the space); one that dies on every attempt fails with the reason, the
+search goes on, and ``--resume`` runs it again. A trial failing for its own reason is never retried.
+
+The deaths are injected with ``RECIPESEARCH_TEST_FAULT`` (engine/trial.py): the worker SIGKILLs itself, or
+allocates memory until Ray's memory monitor kills it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from recipesearch.engine.trial import FAULT_ENV
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _fault(env: dict[str, str], **spec) -> dict[str, str]:
+    return {**env, FAULT_ENV: json.dumps(spec)}
+
+
+def _trials(out: Path, load_run_study) -> tuple[list, pd.DataFrame]:
+    return load_run_study(out).get_trials(), pd.read_csv(out / "trials.csv")
+
+
+def test_a_trial_whose_worker_dies_once_runs_again_and_completes(tmp_path, write_space, ray_env, run_cli,
+                                                                  load_run_study):
+    out = tmp_path / "run"
+    env = _fault(ray_env, trial=1, fault="sigkill", once=str(tmp_path / "struck"))
+    r = run_cli(["search", str(write_space(trials=4, concurrency=1)), "--out", str(out), "--no-report"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "struck").exists()  # the fault did strike
+    trials, df = _trials(out, load_run_study)
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 4
+    retried = [t for t in trials if t.user_attrs.get("retries")]
+    assert [(t.number, t.user_attrs["retries"]) for t in retried] == [(1, 1)]
+    assert retried[0].user_attrs["retry_reason"].startswith(("worker crashed", "out of memory"))
+    assert "running it again (retry 1)" in r.stdout
+    assert df.set_index("number").loc[1, "retries"] == 1 and df["retries"].isna().sum() == 3
+
+
+def test_a_worker_lost_on_every_attempt_fails_its_trial_and_resume_runs_it_again(
+        tmp_path, write_space, ray_env, run_cli, load_run_study):
+    space, out = write_space(trials=4, concurrency=1, max_failures=1), tmp_path / "run"
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report"], env=_fault(ray_env, trial=2, fault="sigkill"))
+    assert r.returncode == 0, r.stdout + r.stderr  # the search went on past the lost trial
+    trials, df = _trials(out, load_run_study)
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
+    lost = trials[2]
+    # two deaths: the first attempt's (Tune ran it again) and the retry's, past max_failures: 1
+    assert lost.user_attrs["worker_lost"] is True and lost.user_attrs["retries"] == 2
+    assert lost.user_attrs["error"].startswith(("worker crashed", "out of memory")), lost.user_attrs["error"]
+    assert "Traceback" not in r.stdout + r.stderr
+
+    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--no-report"], env=ray_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    trials, df = _trials(out, load_run_study)
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    rerun = trials[4]
+    assert rerun.user_attrs["requeued_from"] == 2 and rerun.params == lost.params
+    assert df["number"].tolist() == [0, 1, 2, 3, 4] and df.loc[4, "requeued_from"] == 2
+    # the budget counts the re-run in place of the lost trial: a further resume has nothing to do
+    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--no-report"], env=ray_env)
+    assert r.returncode == 0 and len(load_run_study(out).get_trials()) == 5, r.stdout + r.stderr
+
+
+def test_a_trial_failing_for_its_own_reason_is_not_retried(tmp_path, write_space, ray_env, run_cli, load_run_study):
+    # An LR of 1e30 diverges: a result (FAIL with its reason), not a dead worker.
+    space = write_space(trials=3, concurrency=1, hparams={"optimizer.lr": {"choices": [1.0e30]}}, algorithms={})
+    out = tmp_path / "run"
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report"], env=ray_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    trials, _ = _trials(out, load_run_study)
+    proposals = [t for t in trials if t.user_attrs.get("stage") == "search"]
+    assert proposals and all(t.state.name == "FAIL" for t in proposals)
+    assert all("retries" not in t.user_attrs and "worker_lost" not in t.user_attrs for t in trials)
+    assert "running it again" not in r.stdout
+
+
+def _available_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 2**20
+    return 0.0
+
+
+def _total_gib() -> float:
+    return int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0]) / 2**20
+
+
+def test_a_worker_killed_for_memory_fails_its_trial_with_out_of_memory(tmp_path, write_space, ray_env, run_cli,
+                                                                      load_run_study):
+    total, available = _total_gib(), _available_gib()
+    if available < 10:
+        pytest.skip(f"needs 10 GiB of free memory for the memory hog, {available:.1f} GiB available")
+    # Ray's memory monitor kills a worker once the node uses more than this share of its memory: set it
+    # 4 GiB above what is in use now (room for other processes to move), and let trial 1 allocate up to 8 GiB.
+    threshold = min(0.95, (total - available + 4) / total)
+    env = {**_fault(ray_env, trial=1, fault="allocate", gib=8), "RAY_memory_usage_threshold": f"{threshold:.3f}",
+           "RAY_memory_monitor_refresh_ms": "100"}
+    out = tmp_path / "run"
+    r = run_cli(["search", str(write_space(trials=3, concurrency=1, max_failures=0)), "--out", str(out),
+                 "--no-report"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    trials, df = _trials(out, load_run_study)
+    errors = [t.user_attrs.get("error") for t in trials]
+    assert [t.state.name for t in trials] == ["COMPLETE", "FAIL", "COMPLETE"], errors
+    assert trials[1].user_attrs["error"].startswith("out of memory"), trials[1].user_attrs["error"]
+    assert trials[1].user_attrs["worker_lost"] is True
+    assert "Traceback" not in r.stdout + r.stderr
