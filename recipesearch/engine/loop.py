@@ -100,6 +100,16 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     return attrs, [float(v) for v in space.objective_values(acc, secs)]
 
 
+def method_label(recipe: Any, base: Any) -> str:
+    """The trial's methods, '+'-joined: its algorithms, and its optimizer where it is not the base recipe's
+    (``muon``): a search that switches optimizers must not credit Muon's speed to the algorithms beside it,
+    in the frontier's labels or in the per-method effects."""
+    names = set(recipe.algorithms)
+    if recipe.optimizer.name != base.optimizer.name:
+        names.add(recipe.optimizer.name)
+    return "+".join(sorted(names))
+
+
 def _safe_algorithms(space: SearchSpace, params: dict[str, Any]) -> list[str]:
     try:
         return list(space.algorithms_on(params))
@@ -281,7 +291,7 @@ class SearchLoop:
             else:
                 config["recipe"] = recipe.to_dict()
                 attrs.update(budget=recipe.budget, epochs=recipe.epochs, seed=recipe.seed,
-                             algorithms="+".join(sorted(recipe.algorithms)), recipe_id=recipe.id(),
+                             algorithms=method_label(recipe, space.base), recipe_id=recipe.id(),
                              recipe_json=recipe.model_dump_json(exclude_none=True))
         for key, value in attrs.items():
             if value is not None:

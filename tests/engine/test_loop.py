@@ -240,3 +240,13 @@ def test_an_absurd_learning_rate_diverges_into_a_failure_record(make_space):
     result = run_recipe({"number": 0, "recipe": space.recipe_for(params).to_dict(), "error": None, "threads": 1})
     assert result["error"].startswith("diverged: loss is")
     assert math.isnan(result["accuracy"]) and result["wall_seconds"] > 0
+
+
+def test_the_method_label_names_an_optimizer_that_is_not_the_bases(make_space):
+    from recipesearch.engine.loop import method_label
+
+    space = make_space(hparams={"optimizer.name": {"choices": ["sgd", "muon"]}})
+    sgd = space.recipe_for(space.complete({"optimizer.name": "sgd", "alg.label_smoothing": True}))
+    muon = space.recipe_for(space.complete({"optimizer.name": "muon", "alg.label_smoothing": True}))
+    assert method_label(sgd, space.base) == "label_smoothing"
+    assert method_label(muon, space.base) == "label_smoothing+muon"  # Muon's effect is not the smoothing's
