@@ -73,3 +73,24 @@ def test_force_never_deletes_another_run_directorys_study(tmp_path, write_space)
     assert len(study.get_trials()) == 2 and study.user_attrs["run_dir"] == str(first.resolve())
     # --force from the owner's own directory still starts it again
     recipesearch.search(path, out=first, storage=storage, executor="inprocess", quiet=True, report=False, force=True)
+
+
+def test_two_searches_started_at_once_on_a_new_sqlite_file(tmp_path, write_space):
+    """The issue's race: two searches of one space, two run directories, one new --storage file, started
+    together. One runs; the other is refused in one line (whichever step it loses: creating the tables,
+    creating the study, or finding it owned by the other run directory) and leaves no --out behind."""
+    import subprocess
+    import sys
+
+    space, db = write_space(trials=2), f"sqlite:///{tmp_path / 'shared.db'}"
+    outs = [tmp_path / "a", tmp_path / "b"]
+    procs = [subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
+                               "--storage", db, "--executor", "inprocess", "--quiet", "--no-report"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for out in outs]
+    results = [(p.wait(timeout=240), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 2], results
+    loser = next(i for i, (code, _, _) in enumerate(results) if code == 2)
+    printed = results[loser][1] + results[loser][2]
+    assert printed.startswith("error: ") and printed.count("\n") == 1 and "Traceback" not in printed, printed
+    assert not outs[loser].exists() and (outs[1 - loser] / "trials.csv").exists()
