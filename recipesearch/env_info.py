@@ -22,6 +22,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def hardware_class(device: str) -> str:
+    """What a trial's time was measured on, for comparing like with like: the GPU's name for a CUDA
+    device, else the CPU model (two nodes with the same CPU model are one class; thread counts are the
+    space's, the same for every trial)."""
+    if device.startswith("cuda"):
+        import torch
+
+        index = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+        return f"GPU {torch.cuda.get_device_name(index)}"
+    return f"CPU {cpu_model()}"
+
+
 def library_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for lib in _LIBRARIES:

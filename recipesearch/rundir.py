@@ -51,11 +51,11 @@ if TYPE_CHECKING:
 HEAD_COLUMNS = ("number", "state", "is_baseline", "budget", "epochs", "algorithms")
 TAIL_COLUMNS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "cost",
                 "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete", "seed", "stage",
-                "of_trial", "retries", "requeued_from")
+                "of_trial", "retries", "requeued_from", "hardware")
 NUMERIC_COLUMNS = ("budget", "epochs", "accuracy", "val_accuracy", "loss", "train_seconds", "throughput",
                    "data_wait_fraction", "cost", "seed", "of_trial", "retries", "requeued_from")
 TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete",
-                "stage")
+                "stage", "hardware")
 # ``stage`` of a trial (engine/study.py): the LR sweep, the baseline runs, proposals, confirmation re-runs.
 STAGES = ("tune", "baseline", "search", "confirm")
 

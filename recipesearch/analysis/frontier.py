@@ -233,6 +233,23 @@ def _bool_values(values: pd.Series) -> pd.Series:
     return text.isin(("true", "1", "1.0", "yes", "t", "y")).astype(bool)
 
 
+def _hardware_class(df: pd.DataFrame, done: pd.Series) -> tuple[str, dict[str, int]]:
+    """The hardware class the frontier compares on, and completed runs per class (most first). One class:
+    ("", counts) and nothing is filtered; several: the class with the most completed baseline runs (the
+    curve every speedup is read against), then the most runs. Runs that do not say (studies from before
+    the column) count as any class."""
+    if "hardware" not in df:
+        return "", {}
+    known = df.loc[done, "hardware"].fillna("").astype(str)
+    known = known[known != ""]
+    counts = known.value_counts()
+    if len(counts) < 2:
+        return "", {str(k): int(v) for k, v in counts.items()}
+    base = df.loc[known.index, "is_baseline"].astype(bool)
+    order = sorted(counts.index, key=lambda h: (-int((known[base] == h).sum()), -int(counts[h]), str(h)))
+    return str(order[0]), {str(h): int(counts[h]) for h in order}
+
+
 def _recipe_keys(df: pd.DataFrame) -> pd.Series:
     """What identifies a recipe across budgets and seeds: a ``recipe_key`` column when the table has one;
     else the params without the budget (trials.csv); else the recipe JSON without budget and seed; else
@@ -303,6 +320,8 @@ def _with_columns(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
         df[col] = pd.to_numeric(df[col], errors="coerce").astype(float) if col in df else np.nan
     df["is_baseline"] = _bool_values(df["is_baseline"]) if "is_baseline" in df else False
     df["algorithms"] = df["algorithms"].map(lambda s: s if isinstance(s, str) else "") if "algorithms" in df else ""
+    if "hardware" in df:
+        df["hardware"] = df["hardware"].map(lambda s: s if isinstance(s, str) else "")
     df["recipe_key"] = _recipe_keys(df)
     df["is_baseline"] = df["recipe_key"].eq(BASELINE_KEY)
     return df
@@ -530,9 +549,16 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
     metric_values, seconds = df[metric].to_numpy(dtype=float), df[TIME].to_numpy(dtype=float)
     done = pd.Series(df["state"].eq(COMPLETE).to_numpy() & np.isfinite(metric_values) & np.isfinite(seconds)
                      & (seconds > 0), index=df.index, dtype=bool)
+    hardware, counts = _hardware_class(df, done)
+    if hardware:  # times from different hardware do not compare: one class only (the baseline's)
+        done &= df["hardware"].isin([hardware, ""]).to_numpy()
     df["completed"] = done
     completed = _distinct_seeds(df[done])
     objectives, directions, warnings = _used_objectives(space, metric, completed[COST].to_numpy(dtype=float))
+    if len(counts) > 1:
+        listed = ", ".join(f"{name}: {n} runs" for name, n in counts.items())
+        warnings.append(f"trials ran on {len(counts)} hardware classes ({listed}): the frontier and every speedup "
+                        f"use the runs on {hardware} only (times from different hardware do not compare)")
 
     # 2) points (seed means) and the baseline curve
     points = _points(completed, metric, confidence)

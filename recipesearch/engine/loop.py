@@ -78,8 +78,9 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
         if finite(result.get(key)):
             attrs[key] = int(result[key])
-    if result.get("node"):
-        attrs["node"] = str(result["node"])
+    for key in ("node", "hardware"):  # where it ran, and on what: times compare within one hardware class
+        if result.get(key):
+            attrs[key] = str(result[key])
     error = result.get("error") or crash
     if not error and not result:
         error = "the trial reported no result"

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from recipesearch.env_info import hardware_class
 from recipesearch.errors import DivergenceError
 from recipesearch.recipe import recipe_from_dict
 from recipesearch.train.loop import fit
@@ -82,6 +83,7 @@ def _run(config: dict[str, Any]) -> dict[str, Any]:
         return {**metrics, "error": f"non-finite result: accuracy {result.accuracy}, "
                                     f"train_seconds {result.train_seconds}"}
     return {**metrics, "error": None, "steps": result.steps, "device": result.device,
+            "hardware": hardware_class(str(result.device)),
             "threads": result.threads, "warnings": "; ".join(result.warnings)}
 
 

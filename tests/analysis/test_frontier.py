@@ -195,3 +195,24 @@ def test_objectives_from_run_json():
     assert Objectives.from_run_meta({"objectives": ["throughput"], "metric_split": "train"}) == Objectives()
     with pytest.raises(ValueError):
         Objectives(("accuracy",), ("maximize", "minimize"))
+
+
+def test_times_from_different_hardware_are_never_compared():
+    df = trials(ROWS)
+    df["hardware"] = "GPU A"
+    # a faster card ran one baseline run and trial 2: on it, everything looks faster
+    extra = trials([(20, "COMPLETE", True, 1.0, "", 0.90, 0.90, 1.0, 1.0),
+                    (21, "COMPLETE", False, 0.25, "mixup", 0.85, 0.85, 0.2, 0.2)])
+    extra["hardware"] = "GPU B"
+    mixed = pd.concat([df, extra], ignore_index=True)
+    f, alone = frontier(mixed, TEST), frontier(df, TEST)
+    # the baseline's class (most completed baseline runs) is compared; the other class's runs are left out
+    assert set(f.completed_trials["number"]) == set(alone.completed_trials["number"])
+    assert f.baseline_curve.times.tolist() == alone.baseline_curve.times.tolist()
+    assert f.front["number"].tolist() == alone.front["number"].tolist()
+    assert any("2 hardware classes (GPU A: 7 runs, GPU B: 2 runs)" in w and "GPU A only" in w for w in f.warnings)
+    # one class, or studies from before the column (empty / NaN): nothing left out, no warning
+    assert not any("hardware" in w for w in alone.warnings)
+    old = mixed.copy()
+    old["hardware"] = np.nan
+    assert len(frontier(old, TEST).completed_trials) == 9
