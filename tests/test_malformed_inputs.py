@@ -43,6 +43,10 @@ RECIPES = [  # (name, recipe text, field named, words in the message, line)
     ("a million epochs", GOOD.replace("max_duration: 1", "max_duration: 1000000"), "max_duration", "10000", 5),
     ("epochs x budget", GOOD.replace("max_duration: 1", "max_duration: 9000") + "budget: 2\n", "budget",
      "18000 epochs", None),
+    ("negative crop padding", GOOD.replace("{name: digits}", "{name: digits, crop_padding: -1}"),
+     "data.crop_padding", "between 0 and 512", 2),
+    ("channels on digits", GOOD.replace("{name: digits}", "{name: digits, channels: 1}"), "data.channels",
+     "only imagefolder", 2),
 ]
 
 
@@ -66,6 +70,7 @@ SETS = [  # --set values: (value, words)
     ("optimizer.lr=yes", "valid number"),
     ("seed=2e70", "seed"),
     ("budget=1e9", "budget"),
+    ("data.hflip=maybe", "data.hflip"),
 ]
 
 

@@ -47,7 +47,7 @@ class DataBundle:
     image_size: int
     mean: tuple[float, ...]
     std: tuple[float, ...]
-    hflip: bool  # a horizontal flip keeps the label
+    hflip: bool  # training flips, and a flip keeps the label (flip_tta): data.hflip, else the dataset's
     crop_padding: int  # random-crop padding in pixels at image_size
     name: str
     class_names: tuple[str, ...]
@@ -139,10 +139,20 @@ def split_train(
 
 
 def _raw(spec: DataSpec) -> RawDataset:
-    key = (spec.name, spec.root, spec.image_size, spec.download, os.environ.get(ENV_DATA))
+    key = (spec.name, spec.root, spec.image_size, spec.channels, spec.download, os.environ.get(ENV_DATA))
     if key not in _RAW_CACHE:
         _RAW_CACHE[key] = get_dataset(spec.name)(spec)
     return _RAW_CACHE[key]
+
+
+def augment_padding(spec: DataSpec, raw: RawDataset, size: int) -> int:
+    """Random-crop padding at ``size``: ``data.crop_padding`` as given, else the dataset's own scaled to ``size``."""
+    if spec.crop_padding is None:
+        return round(raw.crop_padding * size / raw.default_size) if raw.crop_padding else 0
+    if spec.crop_padding >= size:
+        raise ConfigError("data.crop_padding", f"{spec.crop_padding} px of padding on {size} px images: a crop could "
+                                               f"hold no image at all; use less than {size}")
+    return spec.crop_padding
 
 
 def load_data(spec: DataSpec, device: torch.device | str = "cpu") -> DataBundle:
@@ -161,6 +171,7 @@ def load_data(spec: DataSpec, device: torch.device | str = "cpu") -> DataBundle:
     else:
         mean, std = channel_stats(train_images)  # over all training images, so val/subset don't move it
     train, val = split_train(train_images, raw.train_labels, spec.val_fraction, spec.subset, spec.split_seed)
+    crop_padding = augment_padding(spec, raw, size)
     if len(train.labels) < raw.num_classes:
         raise ConfigError("data.subset", f"{spec.subset:g} of train keeps {len(train.labels)} images: fewer than "
                                          f"the {raw.num_classes} classes")
@@ -173,8 +184,8 @@ def load_data(spec: DataSpec, device: torch.device | str = "cpu") -> DataBundle:
         image_size=size,
         mean=tuple(float(m) for m in mean),
         std=tuple(float(s) for s in std),
-        hflip=raw.hflip,
-        crop_padding=round(raw.crop_padding * size / raw.default_size) if raw.crop_padding else 0,
+        hflip=raw.hflip if spec.hflip is None else spec.hflip,
+        crop_padding=crop_padding,
         name=spec.name,
         class_names=raw.class_names,
     )

@@ -2,7 +2,8 @@
 
 ``<root>/train/<class>/<image>`` and ``<root>/test/<class>/<image>`` (or ``val/`` instead of ``test/``);
 classes are the sorted sub-folder names of ``train/``. Every image is decoded once with PIL, converted to
-RGB and resized to ``data.image_size`` (default 32) square, then kept as uint8 tensors.
+RGB (or to grayscale "L" with ``data.channels: 1``) and resized to ``data.image_size`` (default 32) square,
+then kept as uint8 tensors.
 Layout and extensions follow ``torchvision.datasets.folder`` (pytorch/vision).
 """
 from __future__ import annotations
@@ -18,6 +19,8 @@ from recipesearch.data.spec import DataSpec
 from recipesearch.errors import DataNotFoundError, UserError
 
 DEFAULT_SIZE = 32
+DEFAULT_CHANNELS = 3
+MODES = {1: "L", 3: "RGB"}  # data.channels -> PIL mode
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
 
@@ -31,15 +34,19 @@ def list_images(split_dir: Path, class_to_idx: dict[str, int]) -> list[tuple[Pat
     return samples
 
 
-def decode_images(samples: list[tuple[Path, int]], size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Images uint8 [N, 3, size, size] (RGB, bilinear with antialiasing) and labels int64 [N]."""
+def decode_images(
+    samples: list[tuple[Path, int]], size: int, channels: int = DEFAULT_CHANNELS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images uint8 [N, channels, size, size] (RGB or grayscale, bilinear with antialiasing), labels int64 [N]."""
     from PIL import Image
 
-    out = np.empty((len(samples), size, size, 3), dtype=np.uint8)
+    mode = MODES[channels]
+    out = np.empty((len(samples), size, size, channels), dtype=np.uint8)
     for i, (path, _) in enumerate(samples):
         try:
             with Image.open(path) as img:
-                out[i] = np.asarray(img.convert("RGB").resize((size, size), Image.Resampling.BILINEAR))
+                pixels = np.asarray(img.convert(mode).resize((size, size), Image.Resampling.BILINEAR))
+                out[i] = pixels.reshape(size, size, channels)
         except OSError as exc:
             raise UserError(f"imagefolder: cannot decode {path}: {exc}") from exc
     images = torch.from_numpy(out).permute(0, 3, 1, 2).contiguous()
@@ -66,8 +73,9 @@ def load_imagefolder(spec: DataSpec) -> RawDataset:
         empty = train_dir if not train else test_dir
         raise DataNotFoundError(f"imagefolder: no images ({', '.join(EXTENSIONS)}) under {empty}; set data.root")
     size = spec.image_size or DEFAULT_SIZE
-    train_images, train_labels = decode_images(train, size)
-    test_images, test_labels = decode_images(test, size)
+    channels = spec.channels or DEFAULT_CHANNELS
+    train_images, train_labels = decode_images(train, size, channels)
+    test_images, test_labels = decode_images(test, size, channels)
     return RawDataset(
         train_images=train_images,
         train_labels=train_labels,
@@ -75,7 +83,7 @@ def load_imagefolder(spec: DataSpec) -> RawDataset:
         test_labels=test_labels,
         num_classes=len(classes),
         class_names=tuple(classes),
-        hflip=True,
+        hflip=True,  # the default; data.hflip: false for images whose mirror is another class
         crop_padding=max(1, size // 8),  # 4 px at 32 px, as for CIFAR
         native_size=size,
         default_size=size,

@@ -5,13 +5,19 @@ layer turns them into ``file:line: data.<field>: <message>``.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from recipesearch.data.registry import list_datasets
 
+CHANNELS_DATASETS = ("imagefolder",)  # datasets that convert their images to ``channels``
+
 
 class DataSpec(BaseModel):
-    """What to load; every field is part of the ``load_data`` cache key."""
+    """What to load; every field is part of the ``load_data`` cache key.
+
+    ``hflip``, ``crop_padding`` and ``channels`` default to ``None``, "the dataset's own choice", which a
+    recipe's dump leaves out (``exclude_none``): recipes that do not set them keep their ids.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -21,7 +27,15 @@ class DataSpec(BaseModel):
     val_fraction: float = 0.0  # held out of train (stratified) for validation; search on it, not on test
     subset: float = 1.0  # fraction of (remaining) train kept, stratified: fast, noisier searches
     split_seed: int = 0  # seeds the validation split and the subset, not training
-    augment: bool = True  # random crop with padding + horizontal flip (where the dataset allows it)
+    augment: bool = True  # random crop (crop_padding) + horizontal flip (hflip) of each training batch
+    # With augment: mirror half the images? None = the dataset's default (false for digits, true elsewhere).
+    # false also tells flip_tta that a mirror may change the class.
+    hflip: bool | None = None
+    # With augment: random-crop padding in pixels at the trained image size; 0 = no crop. None = the
+    # dataset's default (cifar10 4 at 32 px; fashion_mnist 2 at 28 px; digits 2 at 16 px; imagefolder
+    # image_size // 8, at least 1), scaled with data.image_size.
+    crop_padding: int | None = None
+    channels: int | None = None  # imagefolder only: 1 = grayscale ("L"), 3 = RGB; None = 3
     download: bool = False  # allow torchvision to download a missing dataset
 
     @field_validator("name")
@@ -58,4 +72,24 @@ class DataSpec(BaseModel):
     def _subset_range(cls, value: float) -> float:
         if not 0.0 < value <= 1.0:
             raise ValueError(f"must be > 0 and <= 1, got {value}")
+        return value
+
+    @field_validator("crop_padding")
+    @classmethod
+    def _crop_padding_range(cls, value: int | None) -> int | None:
+        if value is not None and not 0 <= value <= 512:
+            raise ValueError(f"must be between 0 and 512 pixels (0 = no crop, null = the dataset's), got {value}")
+        return value
+
+    @field_validator("channels")
+    @classmethod
+    def _channels_choice(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None:
+            return value
+        if value not in (1, 3):
+            raise ValueError(f"must be 1 (grayscale) or 3 (RGB), got {value}")
+        name = info.data.get("name")
+        if name is not None and name not in CHANNELS_DATASETS:
+            raise ValueError(f"only {', '.join(CHANNELS_DATASETS)} converts its images; {name} keeps its own "
+                             f"channels (remove data.channels)")
         return value
