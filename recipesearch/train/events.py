@@ -25,7 +25,10 @@ The loop, in pseudocode, with the event fired at each marker::
     FIT_END                      # EMA / SWA swap in the averaged weights for evaluation
 
 Only the time from FIT_START (its hooks included) to FIT_END counts as training time; evaluation
-happens after FIT_END and is timed separately (``TrainResult.eval_seconds``).
+happens after FIT_END and is timed separately (``TrainResult.eval_seconds``). On a GPU these two
+points are where the loop synchronises the device, and nowhere per step (``recipesearch/train/timing.py``):
+a hook that reads a device value on the host (``.item()``, ``bool(t)``, ``.tolist()``, a blocking copy
+to the GPU) adds a sync to every step it runs in.
 """
 from __future__ import annotations
 

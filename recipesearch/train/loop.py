@@ -1,7 +1,23 @@
-"""The training loop: fires events, times the training steps only, evaluates, returns a TrainResult."""
+"""The training loop: fires events, times the training steps only, evaluates, returns a TrainResult.
+
+Timing (``recipesearch/train/timing.py`` has the details and what is assumed): ``train_seconds`` is the
+host wall-clock from FIT_START (its hooks included) to FIT_END, taken after a device sync at both ends,
+so on a GPU it covers every kernel queued in between; one-off start-up (decoding, model construction,
+surgery) comes before it and evaluation after it (``eval_seconds``). It includes the data wait.
+``data_wait_fraction`` = data-wait seconds / train_seconds, where the data wait is the time spent
+fetching each batch and running the AFTER_DATALOADER hooks: host ``perf_counter`` on CPU; on CUDA, CUDA
+events around the same span, i.e. the GPU time spent on input kernels or idle waiting for the host to
+produce the batch (host time in ``next()`` while the GPU still has queued steps to run costs nothing and
+is not counted). The timed loop does not synchronise the GPU per step: only at FIT_START and FIT_END, and
+once per epoch when an ``on_epoch_end`` callback wants host values. The NaN/inf loss check reads the
+loss every step on CPU and, on CUDA, a non-blocking copy every 50 steps and at the last step
+(``LossCheck``). On CUDA the loader draws its random numbers (shuffle, crop, flip) from a generator on
+the data's device: a CPU generator would copy them to the GPU with a blocking copy, which is a stream
+sync, three times a step. Without a GPU to hand, the CUDA path was tested on CPU with counting fakes
+(``tests/train/test_timing.py``); its GPU-only test runs a fit under ``set_sync_debug_mode("error")``.
+"""
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable
@@ -15,13 +31,13 @@ from torch import nn
 
 from recipesearch.algorithms import Algorithm, build_algorithms
 from recipesearch.data import BatchLoader, DataBundle, eval_batches, load_data
-from recipesearch.errors import DivergenceError
 from recipesearch.models import create_model
 from recipesearch.recipe import Recipe
 from recipesearch.train.events import Event
 from recipesearch.train.optim import build_optimizer, set_lr
 from recipesearch.train.schedule import LRSchedule
 from recipesearch.train.state import State
+from recipesearch.train.timing import DeviceClock, LossCheck
 
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -32,7 +48,7 @@ class TrainResult:
     loss: float
     train_seconds: float  # training steps only: no evaluation, decoding or model construction
     throughput: float  # training images per second
-    data_wait_fraction: float  # share of train_seconds spent producing/augmenting batches
+    data_wait_fraction: float  # share of train_seconds spent producing/augmenting batches (CUDA: GPU idle or on input)
     epochs: float
     steps: int
     samples_seen: int
@@ -75,11 +91,6 @@ def soft_cross_entropy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Te
     return F.cross_entropy(outputs, targets)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 @torch.inference_mode()
 def evaluate(state: State, images: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
     """Top-1 accuracy and mean loss of ``state.eval_model or state.model`` on a split (hard labels)."""
@@ -112,6 +123,11 @@ class Trainer:
         self.generator = seed_everything(recipe.seed)
         # One-off start-up, outside the timed region: decoding, model construction, model surgery.
         self.data = data if data is not None else load_data(recipe.data, self.device)
+        self.clock = DeviceClock.for_device(self.device)  # tests swap in a counting fake of the CUDA clock
+        on = self.data.train.images.device
+        if on.type != "cpu":  # the loader's random numbers where its data is: no blocking host-to-device copies
+            self.generator = torch.Generator(device=on)
+            self.generator.manual_seed(recipe.seed)
         model = create_model(recipe.model.name, num_classes=self.data.num_classes,
                              in_channels=self.data.channels, image_size=self.data.image_size,
                              **recipe.model.kwargs).to(self.device)
@@ -170,27 +186,28 @@ class Trainer:
             s.optimizer.step()
 
     def train(self) -> tuple[float, float]:
-        """Run every step; return (train_seconds, data_seconds). Raises DivergenceError on NaN/inf loss."""
-        s, dev = self.state, self.device
-        check_every = 1 if dev.type == "cpu" else 50  # .item() stalls a GPU pipeline; checking often is free on CPU
+        """Run every step; return (train_seconds, data_seconds). Raises DivergenceError on NaN/inf loss.
+
+        The device is synchronised at FIT_START and FIT_END only (and per epoch for ``on_epoch_end``):
+        see the module docstring and ``recipesearch/train/timing.py``."""
+        s, clock = self.state, self.clock
+        losses = LossCheck(clock)
         s.model.train()
-        data_seconds = 0.0
-        _sync(dev)
-        start = time.perf_counter()  # FIT_START's work (EMA's copy, patch whitening's estimate) is training
+        clock.start()  # FIT_START's work (EMA's copy, patch whitening's estimate) is training
         self.fire(Event.FIT_START)
         while s.step < s.total_steps:
             self.fire(Event.EPOCH_START)
             batches = iter(s.train_loader)
             while s.step < s.total_steps:
-                t0 = time.perf_counter()
+                clock.data_begin()
                 try:
                     s.x, s.y = next(batches)
                 except StopIteration:
+                    clock.data_cancel()
                     break
                 s.samples_seen += len(s.y)
                 self.fire(Event.AFTER_DATALOADER)
-                _sync(dev)
-                data_seconds += time.perf_counter() - t0
+                clock.data_end()
                 self.fire(Event.BATCH_START)
                 s.skip_step = False
                 loss = self._forward_backward()
@@ -199,18 +216,17 @@ class Trainer:
                 s.step += 1
                 self.fire(Event.AFTER_STEP)
                 self.fire(Event.BATCH_END)
-                if s.step % check_every == 0 or s.step == s.total_steps:
-                    value = loss.detach().float().item()
-                    if not math.isfinite(value):
-                        raise DivergenceError(s.step, value)
+                losses.check(s.step, loss, last=s.step == s.total_steps)
             self.fire(Event.EPOCH_END)
-            if self.on_epoch_end:
-                _sync(dev)
+            if self.on_epoch_end:  # the callback reports host values (the loss, its own timestamps)
+                clock.sync()
+                losses.drain()
                 self.on_epoch_end(s, {"epoch": s.epoch, "loss": float(s.loss.detach()), "step": s.step})
             s.epoch += 1
         self.fire(Event.FIT_END)
-        _sync(dev)
-        return time.perf_counter() - start, data_seconds
+        seconds, data_seconds = clock.stop()
+        losses.drain()  # CUDA: the last step's loss, read after the FIT_END sync
+        return seconds, data_seconds
 
     def fit(self) -> TrainResult:
         from recipesearch.algorithms.interactions import interaction_warnings
@@ -222,7 +238,7 @@ class Trainer:
         val_acc = val_loss = None
         if self.data.val is not None and len(self.data.val):
             val_acc, val_loss = evaluate(s, self.data.val.images, self.data.val.labels)
-        _sync(self.device)
+        self.clock.sync()
         eval_seconds = time.perf_counter() - eval_start
         return TrainResult(
             accuracy=acc, loss=loss, val_accuracy=val_acc, val_loss=val_loss,
