@@ -1,5 +1,6 @@
 """``recipesearch search SPACE.yaml --out DIR [--resume | --force] [--address ADDR] [--storage URL]
-[--executor ray|inprocess] [--quiet]``."""
+[--executor ray|inprocess] [--trials N] [--concurrency N] [--cpus-per-trial X] [--gpus-per-trial X|auto]
+[--quiet]``."""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ray: trials on Ray Tune (default); inprocess: no Ray, one trial after another in this process")
     p.add_argument("--trials", type=int, metavar="N", help="total trials, baselines included (overrides the space)")
     p.add_argument("--concurrency", type=int, metavar="N", help="trials at a time (overrides the space)")
+    p.add_argument("--cpus-per-trial", type=positive_number, metavar="X",
+                   help="Ray CPUs each trial takes (overrides resources.cpus; threads stay threads_per_trial)")
+    p.add_argument("--gpus-per-trial", type=gpus_value, metavar="X",
+                   help="GPUs each trial takes: auto (1 where the Ray cluster has GPUs, else 0), 0, a fraction "
+                        "such as 0.5 (two trials per GPU) or a whole number (overrides resources.gpus)")
     p.add_argument("--report-every", type=non_negative_int, default=4, metavar="K",
                    help="rebuild the report after every K finished trials (0: only at the end; default 4)")
     p.add_argument("--no-report", dest="report", action="store_false",
@@ -36,6 +42,31 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def positive_number(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+def gpus_value(text: str) -> float | str:
+    """argparse type: ``auto`` or a GPU count Ray accepts (a fraction below 1 or whole GPUs)."""
+    from recipesearch.space.schema import gpus_problem
+
+    try:
+        value: float | str = "auto" if text == "auto" else float(text)
+    except ValueError:
+        value = text
+    problem = gpus_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     import sys
 
@@ -43,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     search(args.space, out=args.out, resume=args.resume, force=args.force, address=args.address,
            storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,
+           cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
            executor=args.executor, report=args.report, report_every=args.report_every,
            command=["recipesearch", *sys.argv[1:]])
     return 0

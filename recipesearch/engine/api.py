@@ -59,6 +59,8 @@ def search(
     quiet: bool = False,
     trials: int | None = None,
     concurrency: int | None = None,
+    cpus_per_trial: float | None = None,
+    gpus_per_trial: float | str | None = None,
     executor: str = "ray",
     report: bool = True,
     report_every: int = 4,
@@ -68,8 +70,9 @@ def search(
 
     ``space``: a space YAML path or a loaded ``SearchSpace``. ``out``: the run directory; an existing
     non-empty one needs ``resume`` or ``force``. ``address``: join that Ray cluster instead of starting a
-    local Ray. ``storage``: an Optuna RDB URL instead of ``sqlite:///OUT/study.db``. ``trials`` and
-    ``concurrency`` override the space's values. ``executor``: "ray" (trials on Ray Tune) or "inprocess"
+    local Ray. ``storage``: an Optuna RDB URL instead of ``sqlite:///OUT/study.db``. ``trials``,
+    ``concurrency``, ``cpus_per_trial`` and ``gpus_per_trial`` (a number or "auto") override the space's
+    values. ``executor``: "ray" (trials on Ray Tune) or "inprocess"
     (no Ray: one trial after another in this process). ``report``: build the HTML report every
     ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
     before anything is written or started.
@@ -86,7 +89,8 @@ def search(
     from recipesearch.engine.driver import SearchDriver, SearchOptions
 
     options = SearchOptions(out=Path(out), resume=resume, force=force, address=address, storage=storage,
-                            quiet=quiet, trials=trials, concurrency=concurrency, executor=executor,  # type: ignore[arg-type]
+                            quiet=quiet, trials=trials, concurrency=concurrency, cpus_per_trial=cpus_per_trial,
+                            gpus_per_trial=gpus_per_trial, executor=executor,  # type: ignore[arg-type]
                             report=report, report_every=report_every,
                             command=command or _api_command(loaded, out))
     df = SearchDriver(loaded, options).run()

@@ -27,13 +27,14 @@ from recipesearch.engine.loop import Proposal, SearchLoop
 from recipesearch.engine.samplers import make_sampler
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, RunLog
+from recipesearch.space.search_space import TrialResources, resolve_resources
 
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
 
     from recipesearch.engine.progress import SearchUI
-    from recipesearch.space import SearchSpace
+    from recipesearch.space import Resources, SearchSpace
 
 EXECUTORS = ("ray", "inprocess")
 
@@ -78,12 +79,28 @@ class SearchOptions:
     quiet: bool = False
     trials: int | None = None  # overrides space.trials
     concurrency: int | None = None  # overrides space.concurrency
+    cpus_per_trial: float | None = None  # overrides space.resources.cpus
+    gpus_per_trial: float | str | None = None  # overrides space.resources.gpus (a number or "auto")
     executor: Literal["ray", "inprocess"] = "ray"  # inprocess: no Ray, trials one after another here
     report: bool = True  # build the report (recipesearch.report) at the end, and during the search
     report_every: int = 4  # rebuild the report after this many finished trials (0: only at the end)
     # ... but at most this often: a build is ~4 s of CPU that would compete with the trials being timed
     report_interval_s: float = 60.0
     command: list[str] = field(default_factory=lambda: list(sys.argv))
+
+
+def _resources(space: SearchSpace, options: SearchOptions) -> Resources:
+    """The space's per-trial resources with --cpus-per-trial / --gpus-per-trial in place (checked here too,
+    for the Python API)."""
+    from recipesearch.space.schema import gpus_problem
+
+    cpus, gpus = options.cpus_per_trial, options.gpus_per_trial
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0
+                             or cpus == float("inf")):
+        raise UserError(f"--cpus-per-trial must be a number > 0, not {cpus!r}")
+    if gpus is not None and gpus_problem(gpus):
+        raise UserError(f"--gpus-per-trial: {gpus_problem(gpus)}")
+    return space.resources.override(cpus=cpus, gpus=gpus)
 
 
 class SearchDriver:
@@ -97,6 +114,8 @@ class SearchDriver:
                             f"({space.baseline.seeds} seed(s) each{sweep})")
         if self.concurrency < 1:
             raise UserError("--concurrency must be at least 1")
+        self.resources = _resources(space, options)
+        self.trial_resources: TrialResources | None = None  # resolved once Ray is up
         if options.executor not in EXECUTORS:
             raise UserError(f"--executor must be one of {', '.join(EXECUTORS)}, not {options.executor!r}")
         if options.executor == "inprocess" and options.address:
@@ -140,7 +159,9 @@ class SearchDriver:
         previous_sigterm = _sigterm_as_interrupt()
         try:
             if self.ray is not None:
-                cluster = self.ray.check_resources(space.resources.cpus, space.resources.gpus)
+                base_device = str(space.fixed.get("device", space.base.device))
+                self.trial_resources = resolve_resources(self.resources, self.ray.cluster_gpus(), base_device)
+                cluster = self.ray.check_resources(self.trial_resources.cpus, self.trial_resources.gpus)
             # 2) the run dir and the study
             resuming = run.prepare(space, opts.resume, opts.force)
             url = opts.storage or run.default_storage()
@@ -159,11 +180,13 @@ class SearchDriver:
             address = self.ray.address if self.ray is not None else None
             self.log.start(command=opts.command, space=space, storage=url, ray_address=address,
                            n_trials=self.n_trials, run_dir=run.root, executor=opts.executor)
-            self.log.update(cluster=cluster, concurrency=self.concurrency)
+            self.log.update(cluster=cluster, concurrency=self.concurrency,
+                            trial_resources=self.trial_resources.as_dict() if self.trial_resources else None)
             self._write_csv()
             done = self.loop.finished()
             where = ("in-process" if self.ray is None else address if opts.address else "local")
-            self.ui.start(space=space, total=self.n_trials, done=done, run_dir=run.root, ray_address=where)
+            self.ui.start(space=space, total=self.n_trials, done=done, run_dir=run.root, ray_address=where,
+                          resources=self.trial_resources.describe() if self.trial_resources else "")
             if resuming:
                 self.ui.message(f"resuming {run.root}: {done} trials finished, {recovered} interrupted "
                                 "trials queued again")
@@ -201,7 +224,9 @@ class SearchDriver:
         from recipesearch.engine.ray_tune import RayTune
 
         session = len(self.log.data.get("sessions", [])) if self.log else 0
-        resources = {"cpu": self.space.resources.cpus, "gpu": self.space.resources.gpus}
+        shape = self.trial_resources
+        assert shape is not None  # resolved in run() as soon as Ray was up
+        resources = {"cpu": shape.cpus, "gpu": shape.gpus}
         return RayTune(self.run_dir.ray_dir, resources, self.concurrency, session, self.space.max_failures)
 
     def _on_message(self, text: str) -> None:

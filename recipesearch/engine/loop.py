@@ -78,9 +78,12 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
         if finite(result.get(key)):
             attrs[key] = int(result[key])
-    for key in ("node", "hardware"):  # where it ran, and on what: times compare within one hardware class
+    # where it ran, and on what (times compare within one hardware class); the device Ray's assignment gave it
+    for key in ("node", "hardware", "assigned_device"):
         if result.get(key):
             attrs[key] = str(result[key])
+    if isinstance(result.get("gpu_ids"), list):  # the GPUs Ray assigned the trial ([] for none)
+        attrs["gpu_ids"] = [i if isinstance(i, int) else str(i) for i in result["gpu_ids"]]
     error = result.get("error") or crash
     if not error and not result:
         error = "the trial reported no result"

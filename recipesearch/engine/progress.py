@@ -30,7 +30,8 @@ TEST_SPLIT_NOTE = "this search selected on the test split: its test accuracies a
 
 
 class SearchUI(Protocol):
-    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None: ...
+    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str,
+              resources: str = "") -> None: ...
     def trial_started(self, number: int, attrs: dict[str, Any]) -> None: ...
     def trial_finished(self, row: dict[str, Any], trials: pd.DataFrame) -> None: ...
     def message(self, text: str) -> None: ...
@@ -176,7 +177,8 @@ class LiveUI:
         self.running: set[int] = set()
         self.task: Any = None
 
-    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None:
+    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str,
+              resources: str = "") -> None:
         from rich.live import Live
         from rich.progress import (
             BarColumn,
@@ -189,7 +191,8 @@ class LiveUI:
 
         self.space = space
         self.console.print(f"[bold]recipesearch search[/] {space.name}: {total} trials, objectives "
-                           f"{', '.join(space.objectives)}; run dir {run_dir}; Ray {ray_address}")
+                           f"{', '.join(space.objectives)}; run dir {run_dir}; Ray {ray_address}"
+                           + (f"; {resources}" if resources else ""))
         self.progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("eta"),
                                  TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
@@ -257,9 +260,11 @@ class LogUI:
     def _line(self, text: str) -> None:
         print(f"[{time.monotonic() - self.t0:7.1f}s] {text}", file=self.stream, flush=True)
 
-    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str) -> None:
+    def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str,
+              resources: str = "") -> None:
         self.total, self.metric_split = total, space.metric_split
-        self._line(f"search {space.name}: {total} trials ({done} done), run dir {run_dir}, Ray {ray_address}")
+        self._line(f"search {space.name}: {total} trials ({done} done), run dir {run_dir}, Ray {ray_address}"
+                   + (f"; {resources}" if resources else ""))
 
     def trial_started(self, number: int, attrs: dict[str, Any]) -> None:
         tag = " baseline" if attrs.get("is_baseline") else ""

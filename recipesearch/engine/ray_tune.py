@@ -304,6 +304,10 @@ class RayHandle:
         self.started = True
         self.address = ray.get_runtime_context().gcs_address
 
+    def cluster_gpus(self) -> float:
+        """GPUs in the whole Ray cluster (what ``resources.gpus: auto`` is resolved on)."""
+        return float(ray.cluster_resources().get("GPU", 0.0))
+
     def check_resources(self, cpus: float, gpus: float) -> dict[str, float]:
         """Refuse a trial shape the cluster can never schedule (Tune would wait for ever)."""
         total = ray.cluster_resources()
@@ -312,10 +316,11 @@ class RayHandle:
         biggest_cpu = max((n["Resources"].get("CPU", 0.0) for n in nodes), default=have_cpu)
         biggest_gpu = max((n["Resources"].get("GPU", 0.0) for n in nodes), default=have_gpu)
         if cpus > biggest_cpu:
-            raise UserError(f"resources.cpus: a trial asks for {cpus} CPUs; the largest Ray node has {biggest_cpu:g}")
+            raise UserError(f"resources.cpus (or --cpus-per-trial): a trial asks for {cpus:g} CPUs; the largest Ray "
+                            f"node has {biggest_cpu:g}")
         if gpus > biggest_gpu:
-            raise UserError(f"resources.gpus: a trial asks for {gpus} GPUs; the Ray cluster has "
-                            f"{'none' if not have_gpu else f'at most {biggest_gpu:g} per node'}")
+            raise UserError(f"resources.gpus (or --gpus-per-trial): a trial asks for {gpus:g} GPUs; the Ray "
+                            f"cluster has {'none' if not have_gpu else f'at most {biggest_gpu:g} per node'}")
         return {"CPU": have_cpu, "GPU": have_gpu, "nodes": float(len(nodes))}
 
     def stop(self) -> None:

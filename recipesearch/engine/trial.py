@@ -9,6 +9,10 @@ A trial never raises: divergence, out-of-memory and any other exception are repo
 ``{"error": "...", ...}`` and the runner records the trial FAIL with that text. Only a dead worker
 process (killed, segfault) reaches Tune as an error.
 
+The device: a recipe with ``device: auto`` trains on the GPU Ray assigned the trial (``ray.get_gpu_ids()``;
+Ray sets CUDA_VISIBLE_DEVICES, so "cuda" is that GPU) and on the CPU when it was given none; the ids are
+recorded (``gpu_ids``, ``assigned_device``).
+
 Per-trial overhead: Tune reuses the actor between trials (``reuse_actors=True``), and this module's
 imports (torch, the trainer) plus ``load_data``'s per-process cache mean only the first trial on an
 actor pays for importing and decoding the dataset.
@@ -117,12 +121,61 @@ def _inject_fault(config: dict[str, Any]) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+# Test-only device override, for machines without a GPU whose Ray was given fake ones
+# (``ray.init(num_gpus=4)``): with ``fake-cuda`` a trial Ray gave a GPU records the device it would train on
+# ("cuda") and Ray's assignment, but trains on the CPU (there is no CUDA to train on).
+DEVICE_ENV = "RECIPESEARCH_TEST_DEVICE"
+# Test-only hold, so that concurrent trials surely overlap: ``{"dir": DIR, "parties": 8, "timeout": 60}`` as
+# JSON; each trial marks DIR/<number> and waits (at most ``timeout`` s) until ``parties`` trials have.
+HOLD_ENV = "RECIPESEARCH_TEST_HOLD"
+
+
+def trial_device(recipe_device: str, gpu_ids: list[Any]) -> str:
+    """The device a trial trains on: with ``device: auto``, the GPU Ray assigned it (Ray sets
+    CUDA_VISIBLE_DEVICES to it, so "cuda" in the worker is that GPU) and the CPU when it was given none.
+    An explicit device is kept (``cuda`` without an assigned GPU then fails with a one-line error)."""
+    if recipe_device != "auto":
+        return recipe_device
+    return "cuda" if gpu_ids else "cpu"
+
+
+def _hold(config: dict[str, Any]) -> None:
+    spec = os.environ.get(HOLD_ENV)
+    if not spec:
+        return
+    import json
+
+    hold = json.loads(spec)
+    folder = hold["dir"]
+    os.makedirs(folder, exist_ok=True)
+    open(os.path.join(folder, str(config.get("number"))), "w").close()
+    deadline = time.monotonic() + float(hold.get("timeout", 60))
+    while len(os.listdir(folder)) < int(hold.get("parties", 1)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _gpu_ids() -> list[Any]:
+    import ray
+
+    return [int(i) if str(i).isdigit() else str(i) for i in ray.get_gpu_ids()]
+
+
 def trainable(config: dict[str, Any]) -> None:
-    """Ray Tune function trainable: one report per trial."""
+    """Ray Tune function trainable: one report per trial, on the device Ray assigned it."""
     import ray
     from ray import tune
 
     _inject_fault(config)
+    gpu_ids = _gpu_ids()
+    assigned = None
+    if isinstance(config.get("recipe"), dict):
+        assigned = trial_device(str(config["recipe"].get("device", "auto")), gpu_ids)
+        trains_on = "cpu" if os.environ.get(DEVICE_ENV) == "fake-cuda" and assigned.startswith("cuda") else assigned
+        config = {**config, "recipe": {**config["recipe"], "device": trains_on}}
+    _hold(config)
     result = run_recipe(config)
     result["node"] = ray.util.get_node_ip_address()  # where it ran: a cluster's nodes may differ in speed
+    result["gpu_ids"] = gpu_ids  # Ray's assignment (fractional trials share an id)
+    if assigned is not None:
+        result["assigned_device"] = assigned
     tune.report(result)

@@ -14,7 +14,8 @@ validation split gets ``data.val_fraction: 0.1``), ``baseline: BaselineSpec(seed
 ``confirm: ConfirmSpec(enabled, top_k, seeds, max_share)`` (``confirm: false`` turns the stage off),
 ``constraints: dict[str, float]`` (keys ``accuracy_min``, ``train_seconds_max``, ``cost_max``),
 ``sampler: SamplerSpec(name, seed, options)``, ``trials`` (LR sweep, baseline runs and proposals;
-confirmation runs come on top), ``concurrency``, ``resources: Resources(cpus: float, gpus: float)``,
+confirmation runs come on top), ``concurrency``, ``resources: Resources(cpus: float, gpus: float | "auto")``
+(``resources: auto`` by default; ``resolve_resources`` turns ``auto`` into 1 or 0 GPUs once Ray is up),
 ``threads_per_trial: int``, ``seed: int``, ``price_per_hour: float | None``, ``path: Path | None``,
 ``text: str`` (exact source YAML), ``hash: str`` (12 hex, sha256 of the canonical validated content; the
 display ``name`` is not part of it), ``params: list[ParamSpec]`` (every sampled parameter, in ask order).
@@ -79,10 +80,18 @@ from recipesearch.space.param_entries import KINDS
 from recipesearch.space.params import STEPS, ChoicesParam, GridParam, ParamSpec, RangeParam, ScaleParam
 from recipesearch.space.sampler_spec import SAMPLER_OPTIONS, SAMPLERS, SamplerSpec
 from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS, RESERVED_FIELDS, SpaceFile
-from recipesearch.space.search_space import AlgorithmSpec, Resources, SearchSpace, params_key
+from recipesearch.space.search_space import (
+    AlgorithmSpec,
+    Resources,
+    SearchSpace,
+    TrialResources,
+    params_key,
+    resolve_resources,
+)
 
 __all__ = [
     "CONSTRAINT_KEYS", "DIRECTIONS", "KINDS", "RESERVED_FIELDS", "SAMPLERS", "SAMPLER_OPTIONS", "STEPS",
     "AlgorithmSpec", "ChoicesParam", "GridParam", "ParamSpec", "RangeParam", "Resources", "SamplerSpec",
-    "ScaleParam", "SearchSpace", "SpaceFile", "load_space", "loads_space", "params_key", "space_from_dict",
+    "ScaleParam", "SearchSpace", "SpaceFile", "TrialResources", "load_space", "loads_space", "params_key",
+    "resolve_resources", "space_from_dict",
 ]

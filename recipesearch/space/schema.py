@@ -5,6 +5,7 @@ Section order and defaults follow search_spaces/digits.yaml; see the package doc
 """
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
@@ -70,11 +71,38 @@ class SamplerEntry(Section):
         return {k: int(v) if OPTION_RANGES.get(k, ("",))[0] == "int" else v for k, v in extra.items()}
 
 
-class ResourcesEntry(Section):
-    """Ray resources of one trial."""
+def gpus_problem(value: Any) -> str | None:
+    """Why ``value`` is not a per-trial GPU count (None: it is one). Ray takes fractions below 1 only."""
+    if value == "auto":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return f"must be auto or a number of GPUs >= 0 (0.5: two trials per GPU), got {show(value)}"
+    if value > 1 and value != int(value):
+        return f"a trial takes a fraction of one GPU or whole GPUs, not {value:g}"
+    return None
 
+
+def _gpus(value: Any) -> Any:
+    problem = gpus_problem(value)
+    if problem:
+        raise field_error(problem)
+    return value if value == "auto" else float(value)
+
+
+class ResourcesEntry(Section):
+    """Ray resources of one trial: ``resources: auto`` (the default) or ``{cpus: N, gpus: G | auto}``.
+
+    ``gpus: auto`` (also the default inside the mapping) is resolved once Ray is up
+    (``search_space.resolve_resources``): one GPU a trial where the cluster has GPUs and the base recipe's
+    device is not ``cpu``, else none. It stays ``auto`` in the space hash."""
+
+    not_a_mapping: ClassVar[str] = "must be auto or a mapping {cpus: N, gpus: G | auto}"
     cpus: float = Field(1.0, gt=0)
-    gpus: float = Field(0.0, ge=0)
+    gpus: Annotated[float | Literal["auto"], BeforeValidator(_gpus)] = "auto"
+
+    @classmethod
+    def coerce(cls, data: Any) -> Any:
+        return {} if data == "auto" else data
 
 
 class BaselineEntry(Section):

@@ -42,10 +42,65 @@ class AlgorithmSpec:
 
 @dataclass(frozen=True)
 class Resources:
-    """Ray resources of one trial."""
+    """Ray resources of one trial, as the space (or --cpus-per-trial / --gpus-per-trial) asks them:
+    ``gpus`` is a number or ``"auto"`` (kept literal: part of the space hash, resolved at run time by
+    ``resolve_resources``)."""
 
     cpus: float = 1.0
-    gpus: float = 0.0
+    gpus: float | str = "auto"
+
+    def override(self, cpus: float | None = None, gpus: float | str | None = None) -> Resources:
+        """These resources with the command line's values in place of the space's (None: the space's)."""
+        return Resources(cpus=self.cpus if cpus is None else float(cpus),
+                         gpus=self.gpus if gpus is None else (gpus if gpus == "auto" else float(gpus)))
+
+
+@dataclass(frozen=True)
+class TrialResources:
+    """What each trial gets on this cluster: ``Resources`` with ``gpus: auto`` resolved."""
+
+    cpus: float
+    gpus: float
+    auto: bool  # gpus was auto
+    cluster_gpus: float
+    base_device: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """For run.json: the resolved shape, what was asked and the cluster it was resolved on."""
+        return {"cpus": self.cpus, "gpus": self.gpus, "gpus_asked": "auto" if self.auto else self.gpus,
+                "cluster_gpus": self.cluster_gpus}
+
+    def describe(self) -> str:
+        """The run header's words: ``each trial: 1 CPU, 1 GPU (auto: the cluster has 4 GPUs)``."""
+        cpu = _count(self.cpus, "CPU")
+        have = _count(self.cluster_gpus, "GPU")
+        if self.gpus > 0:
+            gpu = _count(self.gpus, "GPU")
+            per = f"{round(1 / self.gpus):g} trials per GPU; " if self.gpus < 1 else ""
+            why = f"auto: the cluster has {have}" if self.auto else f"{per}the cluster has {have}"
+        else:
+            gpu = "no GPU"
+            if not self.cluster_gpus:
+                why = "the cluster has none"
+            elif self.auto:
+                why = f"auto: the base recipe's device is {self.base_device}; the cluster has {have}"
+            else:
+                why = f"resources.gpus: 0; the cluster has {have}"
+        return f"each trial: {cpu}, {gpu} ({why})"
+
+
+def _count(n: float, unit: str) -> str:
+    return f"{n:g} {unit}" + ("s" if n > 1 else "")
+
+
+def resolve_resources(resources: Resources, cluster_gpus: float, base_device: str) -> TrialResources:
+    """``gpus: auto``: one GPU a trial when the cluster has a GPU and the base recipe does not insist on the
+    CPU (``device: cpu``), else none. Numbers are kept as asked (``0.5``: two trials share a GPU)."""
+    auto = resources.gpus == "auto"
+    wants_gpu = cluster_gpus >= 1 and base_device != "cpu"
+    gpus = (1.0 if wants_gpu else 0.0) if auto else float(resources.gpus)
+    return TrialResources(cpus=float(resources.cpus), gpus=gpus, auto=auto, cluster_gpus=float(cluster_gpus),
+                          base_device=base_device)
 
 
 LR = "optimizer.lr"  # the parameter ``baseline.tune_lr`` sweeps
