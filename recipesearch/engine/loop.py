@@ -341,10 +341,8 @@ class SearchLoop:
         limit the FAIL stands (``--resume`` queues it once more, ``study.requeue_lost_workers``).
         """
         deaths = int(frozen.user_attrs.get(st.RETRIES) or 0)
-        params = st.rerun_params(frozen)
-        if deaths > self.space.max_failures or not params:
+        if deaths > self.space.max_failures or not st.requeue(self.study, frozen):
             return
-        st.enqueue(self.study, params, **st.requeue_attrs(frozen, frozen.number))
         self.on_message(f"trial {frozen.number}: {reason}; queued again as a new trial (retry {deaths} of "
                         f"{self.space.max_failures})")
 
@@ -363,9 +361,7 @@ class SearchLoop:
         trial = proposal.trial
         trial.set_user_attr("error", st.INTERRUPTED)
         frozen = self.study.tell(trial, state=TrialState.FAIL)
-        params = st.rerun_params(frozen)
-        if params:
-            st.enqueue(self.study, params, **st.requeue_attrs(frozen, frozen.number))
+        st.requeue(self.study, frozen)
         self.on_finish(frozen)
         return frozen
 

@@ -386,10 +386,14 @@ def ensure_baselines(study: optuna.Study, space: SearchSpace, lr: Any = None) ->
     return enqueue_missing(study, runs, [TUNE, BASELINE], stage=BASELINE, is_baseline=True)
 
 
-def requeue_attrs(t: FrozenTrial | optuna.Trial, number: int) -> dict[str, Any]:
-    attrs: dict[str, Any] = {REQUEUED_FROM: number}
-    attrs.update({k: t.user_attrs[k] for k in CARRIED_ATTRS if k in t.user_attrs})
-    return attrs
+def requeue(study: optuna.Study, t: FrozenTrial) -> bool:
+    """Queue ``t``'s run again (its full params, ``REQUEUED_FROM`` and the ``CARRIED_ATTRS``): the one way an
+    interrupted or lost trial runs once more. False when it has nothing to re-run (``rerun_params``)."""
+    params = rerun_params(t)
+    if params:
+        enqueue(study, params, **{REQUEUED_FROM: t.number},
+                **{k: t.user_attrs[k] for k in CARRIED_ATTRS if k in t.user_attrs})
+    return bool(params)
 
 
 def rerun_params(t: FrozenTrial) -> dict[str, Any]:
@@ -415,9 +419,7 @@ def recover_interrupted(study: optuna.Study, storage: optuna.storages.BaseStorag
         trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
         storage.set_trial_user_attr(trial_id, "error", INTERRUPTED)
         study.tell(t.number, state=TrialState.FAIL)
-        params = rerun_params(t)
-        if params:
-            enqueue(study, params, **requeue_attrs(t, t.number))
+        requeue(study, t)
     return len(stale)
 
 
@@ -428,10 +430,8 @@ def requeue_lost_workers(study: optuna.Study) -> int:
     trials = study.get_trials(deepcopy=False)
     rerun = rerun_elsewhere(trials)
     lost = [t for t in trials if t.state == TrialState.FAIL and t.user_attrs.get(WORKER_LOST)
-            and t.number not in rerun and rerun_params(t)]
-    for t in lost:
-        enqueue(study, rerun_params(t), **requeue_attrs(t, t.number))
-    return len(lost)
+            and t.number not in rerun]
+    return sum(requeue(study, t) for t in lost)
 
 
 # 4) trials.csv rows ---------------------------------------------------------------------------------
