@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus-per-trial", type=gpus_value, metavar="X",
                    help="GPUs each trial takes: auto (1 where the Ray cluster has GPUs, else 0), 0, a fraction "
                         "such as 0.5 (two trials per GPU) or a whole number (overrides resources.gpus)")
+    p.add_argument("--scheduler", choices=("fifo", "moasha", "promote", "moasha+promote"),
+                   help="stop dominated trials at rungs (moasha), start proposals at the cheapest budget and move "
+                        "the best up (promote), or both (overrides the space's scheduler.name)")
     p.add_argument("--report-every", type=non_negative_int, default=4, metavar="K",
                    help="rebuild the report after every K finished trials (0: only at the end; default 4)")
     p.add_argument("--no-report", dest="report", action="store_false",
@@ -75,6 +78,6 @@ def run(args: argparse.Namespace) -> int:
     search(args.space, out=args.out, resume=args.resume, force=args.force, address=args.address,
            storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,
            cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
-           executor=args.executor, report=args.report, report_every=args.report_every,
+           executor=args.executor, scheduler=args.scheduler, report=args.report, report_every=args.report_every,
            command=["recipesearch", *sys.argv[1:]])
     return 0

@@ -62,6 +62,7 @@ def search(
     cpus_per_trial: float | None = None,
     gpus_per_trial: float | str | None = None,
     executor: str = "ray",
+    scheduler: str | None = None,
     report: bool = True,
     report_every: int = 4,
     command: list[str] | None = None,
@@ -72,7 +73,7 @@ def search(
     non-empty one needs ``resume`` or ``force``. ``address``: join that Ray cluster instead of starting a
     local Ray. ``storage``: an Optuna RDB URL instead of ``sqlite:///OUT/study.db``. ``trials``,
     ``concurrency``, ``cpus_per_trial`` and ``gpus_per_trial`` (a number or "auto") override the space's
-    values. ``executor``: "ray" (trials on Ray Tune) or "inprocess"
+    values; ``scheduler`` the space's ``scheduler.name``. ``executor``: "ray" (trials on Ray Tune) or "inprocess"
     (no Ray: one trial after another in this process). ``report``: build the HTML report every
     ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
     before anything is written or started.
@@ -91,6 +92,7 @@ def search(
     options = SearchOptions(out=Path(out), resume=resume, force=force, address=address, storage=storage,
                             quiet=quiet, trials=trials, concurrency=concurrency, cpus_per_trial=cpus_per_trial,
                             gpus_per_trial=gpus_per_trial, executor=executor,  # type: ignore[arg-type]
+                            scheduler=scheduler,
                             report=report, report_every=report_every,
                             command=command or _api_command(loaded, out))
     df = SearchDriver(loaded, options).run()

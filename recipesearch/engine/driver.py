@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -82,6 +82,7 @@ class SearchOptions:
     cpus_per_trial: float | None = None  # overrides space.resources.cpus
     gpus_per_trial: float | str | None = None  # overrides space.resources.gpus (a number or "auto")
     executor: Literal["ray", "inprocess"] = "ray"  # inprocess: no Ray, trials one after another here
+    scheduler: str | None = None  # overrides space.scheduler.name (fifo, moasha, promote, moasha+promote)
     report: bool = True  # build the report (recipesearch.report) at the end, and during the search
     report_every: int = 4  # rebuild the report after this many finished trials (0: only at the end)
     # ... but at most this often: a build is ~4 s of CPU that would compete with the trials being timed
@@ -115,6 +116,12 @@ class SearchDriver:
         if self.concurrency < 1:
             raise UserError("--concurrency must be at least 1")
         self.resources = _resources(space, options)
+        if options.scheduler is not None:
+            from recipesearch.space.schema import SCHEDULERS
+
+            if options.scheduler not in SCHEDULERS:
+                raise UserError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, not {options.scheduler!r}")
+            space.scheduler = replace(space.scheduler, name=options.scheduler)
         self.trial_resources: TrialResources | None = None  # resolved once Ray is up
         if options.executor not in EXECUTORS:
             raise UserError(f"--executor must be one of {', '.join(EXECUTORS)}, not {options.executor!r}")
@@ -180,7 +187,7 @@ class SearchDriver:
             address = self.ray.address if self.ray is not None else None
             self.log.start(command=opts.command, space=space, storage=url, ray_address=address,
                            n_trials=self.n_trials, run_dir=run.root, executor=opts.executor)
-            self.log.update(cluster=cluster, concurrency=self.concurrency,
+            self.log.update(cluster=cluster, concurrency=self.concurrency, scheduler=asdict(space.scheduler),
                             trial_resources=self.trial_resources.as_dict() if self.trial_resources else None)
             self._write_csv()
             done = self.loop.finished()

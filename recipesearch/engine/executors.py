@@ -17,7 +17,7 @@ def train_proposal(proposal: Proposal) -> dict[str, Any]:
     """Train the proposal's recipe in this process (the same function a Ray trial runs)."""
     from recipesearch.engine.trial import run_recipe
 
-    return run_recipe(proposal.config)
+    return run_recipe(proposal.config, on_rung=proposal.on_rung)
 
 
 class InProcess:

@@ -53,6 +53,8 @@ class Proposal:
     params: dict[str, Any]
     config: dict[str, Any]  # {"number", "recipe": dict | None, "error": str | None, "threads"}
     attrs: dict[str, Any] = field(default_factory=dict)  # budget, is_baseline, algorithms, recipe_id ...
+    # The executor calls it with each rung's report (``config["rungs"]``); False: stop the trial there.
+    on_rung: Callable[[dict[str, Any]], bool] | None = None
 
     @property
     def number(self) -> int:
@@ -72,7 +74,8 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     result = result or {}
     attrs: dict[str, Any] = {}
     for key in ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction",
-                "wall_seconds", "eval_seconds"):  # eval_seconds: outside train_seconds (flip TTA doubles it)
+                "wall_seconds", "eval_seconds", "rung_seconds"):
+        # eval_seconds (flip TTA doubles it) and rung_seconds (evaluations at rungs) are outside train_seconds
         if finite(result.get(key)):
             attrs[key] = float(result[key])
     for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
@@ -273,6 +276,10 @@ class SearchLoop:
 
     def _ask(self) -> Proposal:
         space = self.space
+        if space.scheduler.promotes and self._baselines_queued \
+                and not st.count_in_state(self.trials(), TrialState.WAITING):
+            # a new proposal starts at the cheapest budget; the sampler chooses everything else
+            self.study.enqueue_trial({"budget": float(min(space.budgets))})
         trial = self.study.ask()  # pops a queued (WAITING) trial first
         config: dict[str, Any] = {"number": trial.number, "recipe": None, "error": None,
                                   "threads": space.threads_per_trial}
@@ -301,9 +308,77 @@ class SearchLoop:
             if value is not None:
                 trial.set_user_attr(key, value)
         proposal = Proposal(trial, params, config, attrs)
+        if space.scheduler.prunes and stage == st.SEARCH and not attrs["is_baseline"] and config["recipe"] is not None:
+            config.update(rungs=list(space.scheduler.rungs()), rung_split=space.metric_split)
+            proposal.on_rung = lambda report: self.report_rung(proposal, report)
         self.in_flight[trial.number] = proposal
         self.on_start(proposal)
         return proposal
+
+    # -- rungs and promotion (the scheduler: analysis/rungs.py decides, the study remembers)
+    def report_rung(self, proposal: Proposal, report: dict[str, Any]) -> bool:
+        """A trial's report at a rung (``rung``, ``rung_accuracy`` on the selection split, ``train_seconds``
+        so far): stored on the trial, then does it go on? Only trials of its budget that reached the same rung
+        are compared (MO-ASHA, ``analysis.rungs.decide``); the baseline and confirmation runs always go on."""
+        from recipesearch.analysis.rungs import RungRecord, decide
+
+        trial = proposal.trial
+        fraction, acc, secs = float(report["rung"]), report.get("rung_accuracy"), report.get("train_seconds")
+        if not (finite(acc) and finite(secs)):
+            return True  # nothing to rank on: the trial's end will tell
+        reported = [*(trial.user_attrs.get(st.RUNGS) or []), [fraction, float(acc), float(secs)]]
+        trial.set_user_attr(st.RUNGS, reported)
+        if not self.space.scheduler.prunes or proposal.attrs.get(st.STAGE) != st.SEARCH \
+                or proposal.attrs.get("is_baseline"):  # a sampled base recipe is a baseline run: never stopped
+            return True
+        me = RungRecord(trial.number, float(proposal.attrs["budget"]), fraction, float(acc), float(secs))
+        decision = decide(me, self._rung_records(exclude=trial.number), self.space.scheduler.reduction_factor)
+        if not decision.go_on:
+            trial.set_user_attr(st.PRUNED_AT, fraction)
+            trial.set_user_attr(st.PRUNE_REASON, f"rung {fraction:.3g}: {decision.describe()}")
+        return decision.go_on
+
+    def _rung_records(self, exclude: int) -> list[Any]:
+        """Every rung report of the search trials still standing (running, finished or stopped): interrupted
+        ones are left out, their re-queued copy reports again."""
+        from recipesearch.analysis.rungs import RungRecord
+
+        out = []
+        for t in self.trials():
+            if t.number == exclude or st.stage_of(t) != st.SEARCH or t.state not in (
+                    TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED):
+                continue
+            budget = t.user_attrs.get("budget")
+            for fraction, acc, secs in t.user_attrs.get(st.RUNGS) or []:
+                if budget is not None:
+                    out.append(RungRecord(t.number, float(budget), float(fraction), float(acc), float(secs)))
+        return out
+
+    def _promote(self, frozen: FrozenTrial) -> None:
+        """``scheduler: promote``: after a search trial finished at one budget, the best ``1/eta`` of the recipes
+        finished at that budget are queued at the next budget (``analysis.rungs.promotions``), as many as the
+        search's trial budget still has room for (no queued leftovers when it is spent)."""
+        from recipesearch.analysis.rungs import promotions
+
+        budgets = sorted(float(b) for b in self.space.budgets)
+        budget = frozen.user_attrs.get("budget")
+        if budget is None or float(budget) not in budgets or float(budget) == budgets[-1]:
+            return
+        nxt = budgets[budgets.index(float(budget)) + 1]
+        trials = self.trials()
+        finished = [(t.number, acc, float(t.user_attrs["train_seconds"])) for t in trials
+                    if t.state == TrialState.COMPLETE and st.stage_of(t) == st.SEARCH and st.seed_index(t) == 0
+                    and t.user_attrs.get("budget") == budget
+                    and finite(acc := st.objective_accuracy(t.user_attrs, self.space))]
+        done = {int(t.user_attrs[st.PROMOTED_FROM]) for t in trials if t.user_attrs.get(st.PROMOTED_FROM) is not None}
+        waiting = st.count_in_state(trials, TrialState.WAITING)
+        room = self.n_trials - st.count_finished(trials, EARLIER_STAGES) - self._search_in_flight() - waiting
+        by_number = {t.number: t for t in trials}
+        for number in promotions(finished, done, self.space.scheduler.reduction_factor)[: max(0, room)]:
+            params = {**st.trial_params(by_number[number]), "budget": nxt}
+            if st.enqueue_missing(self.study, [(params, 0)], EARLIER_STAGES, stage=st.SEARCH,
+                                  is_baseline=False, **{st.PROMOTED_FROM: number}):
+                self.on_message(f"trial {number}: among the best at budget {budget:g}, promoted to budget {nxt:g}")
 
     # -- telling
     def tell(self, proposal: Proposal, result: dict[str, Any] | None, crash: str | None = None) -> FrozenTrial:
@@ -313,6 +388,8 @@ class SearchLoop:
         """
         if not result and not crash:
             return self.interrupt(proposal)
+        if result and result.get("pruned") and not crash:
+            return self._pruned(proposal, result)
         self.in_flight.pop(proposal.number, None)
         self._sweep_stale = True
         trial = proposal.trial
@@ -330,6 +407,30 @@ class SearchLoop:
             frozen = self.study.tell(trial, state=TrialState.FAIL)
         if crash:
             self._run_again(frozen, crash)
+        elif state == TrialState.COMPLETE and self.space.scheduler.promotes and st.stage_of(frozen) == st.SEARCH:
+            self._promote(frozen)
+        self.on_finish(frozen)
+        return frozen
+
+    def _pruned(self, proposal: Proposal, result: dict[str, Any]) -> FrozenTrial:
+        """PRUNED, with its last rung's values (its accuracy on the selection split, its train_seconds so far)
+        as user attrs: never on the frontier, which reads COMPLETE trials only."""
+        self.in_flight.pop(proposal.number, None)
+        self._sweep_stale = True
+        trial = proposal.trial
+        split_key = "val_accuracy" if self.space.metric_split == "val" else "accuracy"
+        rung_values = {k: result[k] for k in ("train_seconds", "rung_eval_seconds", "rung_seconds", "wall_seconds",
+                                                "threads", "node", "hardware", "assigned_device", "gpu_ids")
+                       if k in result}
+        attrs, _ = outcome(self.space, {**rung_values, split_key: result.get("rung_accuracy")}, None)
+        attrs.pop("error", None)
+        for key in ("rung_eval_seconds", "rung_seconds"):
+            if finite(result.get(key)):
+                attrs[key] = float(result[key])
+        attrs[st.PRUNED_AT] = float(result.get("rung", trial.user_attrs.get(st.PRUNED_AT) or 0.0))
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        frozen = self.study.tell(trial, state=TrialState.PRUNED)
         self.on_finish(frozen)
         return frozen
 

@@ -214,6 +214,8 @@ class LiveUI:
         parts = [f"{len(self.running)} running"]
         if c.get("FAIL"):
             parts.append(f"{c['FAIL']} failed")
+        if c.get("PRUNED"):
+            parts.append(f"{c['PRUNED']} stopped at a rung")
         return "  " + ", ".join(parts)
 
     def trial_started(self, number: int, attrs: dict[str, Any]) -> None:
@@ -277,6 +279,10 @@ class LogUI:
             self._line(f"[{done}/{self.total}] trial {row['number']} COMPLETE {self._accuracies(row)} "
                        f"train {_fmt(row['train_seconds'], '.2f')} s budget {row['budget']} "
                        f"{row['algorithms'] or ''}".rstrip())
+        elif row["state"] == "PRUNED":
+            self._line(f"[{done}/{self.total}] trial {row['number']} PRUNED at rung {_fmt(row.get('pruned_at'), '.3g')}"
+                       f" {self._accuracies(row)} train {_fmt(row['train_seconds'], '.2f')} s budget {row['budget']} "
+                       f"{row['algorithms'] or ''}".rstrip())
         else:
             self._line(f"[{done}/{self.total}] trial {row['number']} {row['state']}: {row.get('error')}")
 
@@ -304,6 +310,7 @@ class LogUI:
 def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> None:
     c = _counts(trials)
     console.print(f"done: {c.get('COMPLETE', 0)} completed, {c.get('FAIL', 0)} failed"
+                  + (f", {c['PRUNED']} stopped at a rung" if c.get("PRUNED") else "")
                   + (f" ({int((trials['error'] == INTERRUPTED).sum())} interrupted)"
                      if "error" in trials and (trials["error"] == INTERRUPTED).any() else ""))
     f = frontier(trials, space)  # once: the table and both headline lines read it

@@ -23,7 +23,7 @@ from typing import Any
 
 import ray
 from ray import tune
-from ray.tune.schedulers import FIFOScheduler
+from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from ray.tune.search import Searcher
 
 from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
@@ -55,6 +55,7 @@ class LoopSearcher(Searcher):
         super().__init__()
         self.loop, self.crash_notes = loop, crash_notes
         self.proposals: dict[str, Proposal] = {}
+        self.pruned: set[str] = set()  # trials the scheduler stopped at a rung
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
         return True  # the space lives in the loop; Tune's param_space stays empty
@@ -73,7 +74,20 @@ class LoopSearcher(Searcher):
         if proposal is None:
             return
         crash = (self.crash_notes.pop(trial_id, None) or "the trial's worker process died") if error else None
+        if trial_id in self.pruned and not error:  # its last result is the rung it was stopped at
+            self.pruned.discard(trial_id)
+            result = {**(result or {}), "pruned": True}
         self.loop.tell(proposal, result, crash)
+
+    def on_rung(self, trial_id: str, result: dict[str, Any]) -> bool:
+        """A trial's rung report: the loop decides whether it goes on (``SearchLoop.report_rung``)."""
+        proposal = self.proposals.get(trial_id)
+        if proposal is None or proposal.on_rung is None:
+            return True
+        go_on = proposal.on_rung(result)
+        if not go_on:
+            self.pruned.add(trial_id)
+        return go_on
 
     def on_retry(self, trial_id: str, text: str) -> None:
         """Tune starts the trial again after its worker died (``FailureConfig``); the study notes it."""
@@ -95,7 +109,11 @@ class LoopSearcher(Searcher):
 
 
 class CrashNotes(FIFOScheduler):
-    """FIFO scheduling, plus the text of a dead worker's error, which Tune hands the scheduler only.
+    """FIFO scheduling, plus the text of a dead worker's error, which Tune hands the scheduler only, plus the
+    search's rung decisions (MO-ASHA: ``SearchLoop.report_rung`` decides, with ``analysis.rungs``): a trial's
+    rung report that the loop turns down is answered ``STOP``, which ends the trial's training thread inside
+    its ``tune.report`` (function trainables report synchronously), and Tune then tells the searcher the
+    trial completed with that rung's result; every other result is ``CONTINUE``.
 
     Tune calls ``on_trial_error`` for every death of a trial's worker: before each retry that
     ``FailureConfig(max_failures)`` allows (the trial is then already marked ERROR, and goes back to PENDING
@@ -103,10 +121,16 @@ class CrashNotes(FIFOScheduler):
     ``on_retry`` at once, so the study records it even if the driver dies next.
     """
 
-    def __init__(self, notes: dict[str, str], on_retry: Any = None):
+    def __init__(self, notes: dict[str, str], on_retry: Any = None, on_rung: Any = None):
         super().__init__()
         self.notes = notes
         self.on_retry = on_retry or (lambda trial_id, text: None)
+        self.on_rung = on_rung or (lambda trial_id, result: True)
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        if "rung" in result and not self.on_rung(trial.trial_id, result):
+            return TrialScheduler.STOP
+        return TrialScheduler.CONTINUE
 
     def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
         text = _read_error(trial)
@@ -201,7 +225,8 @@ class RayTune:
         searcher = LoopSearcher(loop, notes)
         tuner = tune.Tuner(
             tune.with_resources(trainable, self.resources),
-            tune_config=tune.TuneConfig(search_alg=searcher, scheduler=CrashNotes(notes, searcher.on_retry),
+            tune_config=tune.TuneConfig(search_alg=searcher, scheduler=CrashNotes(notes, searcher.on_retry,
+                                                                                   searcher.on_rung),
                                         num_samples=max(1, loop.remaining()),
                                         max_concurrent_trials=self.concurrency, reuse_actors=True,
                                         trial_dirname_creator=_dirname),

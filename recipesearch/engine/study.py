@@ -15,6 +15,7 @@ resume read them from there.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 import warnings
@@ -48,9 +49,12 @@ STAGE, SEED_INDEX, OF_TRIAL = "stage", "seed_index", "of_trial"
 # A trial whose worker died on every attempt Tune allowed (node lost, killed for memory), and how many
 # times Tune started a trial again after its worker died.
 WORKER_LOST, RETRIES, REQUEUED_FROM = "worker_lost", "retries", "requeued_from"
+# The scheduler's (engine/loop.py, analysis/rungs.py): [[fraction, accuracy, train_seconds], ...] a trial
+# reported at its rungs; the rung where it was stopped (PRUNED) and why; the trial a promotion came from.
+RUNGS, PRUNED_AT, PRUNE_REASON, PROMOTED_FROM = "rungs", "pruned_at", "prune_reason", "promoted_from"
 # What a re-run inherits: its stage and seed, and the worker deaths its run already had (``RETRIES``: each
 # death of the run's worker so far, the one that ended a FAIL included).
-CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES)
+CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM)
 
 
 # 1) opening -----------------------------------------------------------------------------------------
@@ -284,7 +288,7 @@ def sampler_sees(t: FrozenTrial) -> bool:
 
 
 def is_finished(t: FrozenTrial) -> bool:
-    return t.state in (TrialState.COMPLETE, TrialState.FAIL) and not is_interrupted(t)
+    return t.state in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED) and not is_interrupted(t)
 
 
 def rerun_elsewhere(trials: Sequence[FrozenTrial]) -> set[int]:
@@ -306,7 +310,7 @@ def count_finished_rows(df: pd.DataFrame) -> int:
         return 0
     import pandas as pd
 
-    finished = df["state"].isin(["COMPLETE", "FAIL"]) & (df["error"] != INTERRUPTED)
+    finished = df["state"].isin(["COMPLETE", "FAIL", "PRUNED"]) & (df["error"] != INTERRUPTED)
     if REQUEUED_FROM in df:
         rerun = pd.to_numeric(df[REQUEUED_FROM], errors="coerce").dropna().astype(int)
         finished &= ~((df["state"] == "FAIL") & pd.to_numeric(df["number"], errors="coerce").isin(rerun))
@@ -463,6 +467,7 @@ def trial_row(t: FrozenTrial, space: SearchSpace | None = None) -> dict[str, Any
     row["recipe_json"] = a.get("recipe_json") or ""
     row["stage"] = stage_of(t)
     row["of_trial"] = a.get(OF_TRIAL)
+    row[RUNGS] = json.dumps(a[RUNGS]) if a.get(RUNGS) else ""
     return row
 
 

@@ -3,7 +3,14 @@
 The driver (``runner``) turns the sampled params into a validated recipe before the trial starts, so a
 trial receives a plain recipe dict and never needs the search space. The config is::
 
-    {"number": 7, "recipe": {...} | None, "error": None | "why the params make no recipe", "threads": 1}
+    {"number": 7, "recipe": {...} | None, "error": None | "why the params make no recipe", "threads": 1,
+     "rungs": [0.111, 0.333], "rung_split": "val"}      # rungs only where the scheduler prunes
+
+At each rung the trial reports ``{"rung", "rung_accuracy", "train_seconds", ...}`` (its clock paused:
+``Trainer``): on Ray Tune through ``tune.report``, whose scheduler answers before the call returns
+(function trainables report synchronously) and, when it stops the trial, ends the training thread inside
+that call, so its compute ends there; in-process through the proposal's ``on_rung``, whose False ends the
+run with ``TrialPruned``, reported as ``{"pruned": True, ...the rung's values}``.
 
 A trial never raises: divergence, out-of-memory and any other exception are reported as
 ``{"error": "...", ...}`` and the runner records the trial FAIL with that text. Only a dead worker
@@ -23,6 +30,7 @@ import math
 import os
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,7 +38,7 @@ import torch
 from recipesearch.env_info import hardware_class
 from recipesearch.errors import DivergenceError
 from recipesearch.recipe import recipe_from_dict
-from recipesearch.train.loop import fit
+from recipesearch.train.loop import TrialPruned, fit
 
 # Every metric a trial reports; NaN when it failed (Tune wants the searcher's metrics in every result).
 METRICS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "epochs",
@@ -56,26 +64,45 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}{where}"
 
 
-def run_recipe(config: dict[str, Any]) -> dict[str, Any]:
-    """Train the trial's recipe; return the metrics to report (or a failure record).
+def run_recipe(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+    """Train the trial's recipe; return the metrics to report (or a failure record, or a pruned one).
 
     ``wall_seconds`` (the whole call: validation, data, model, training, evaluation) next to
-    ``train_seconds`` shows the per-trial overhead.
+    ``train_seconds`` shows the per-trial overhead. ``on_rung`` gets each rung's report (module docstring).
     """
     start = time.perf_counter()
-    out = _run(config)
+    out = _run(config, on_rung)
     out["wall_seconds"] = time.perf_counter() - start
     return out
 
 
-def _run(config: dict[str, Any]) -> dict[str, Any]:
+def rung_report(report: dict[str, Any]) -> dict[str, Any]:
+    """What a trial reports at a rung (``Trainer``'s report, named for the search)."""
+    return {**{m: math.nan for m in METRICS}, "rung": report["rung"], "rung_accuracy": report["accuracy"],
+            "train_seconds": report["train_seconds"], "rung_eval_seconds": report["rung_eval_seconds"],
+            "step": report["step"], "error": None,
+            **({"rung_seconds": report["rung_seconds"]} if "rung_seconds" in report else {})}
+
+
+def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
     if config.get("error"):
         return _failure(config["error"])
     threads = int(config.get("threads") or 1)
     torch.set_num_threads(threads)  # its CPU share: parallel trials must not distort each other's time
+    rungs = tuple(config.get("rungs") or ()) if on_rung is not None else ()
+    trainer_rungs: dict[str, Any] = {}
+    if rungs:
+        def report_rung(report: dict[str, Any]) -> bool:
+            go_on = on_rung(rung_report(report))
+            _hold_in_rung()
+            return go_on
+
+        trainer_rungs = {"rungs": rungs, "rung_split": config.get("rung_split", "val"), "on_rung": report_rung}
     try:
         recipe = recipe_from_dict(config["recipe"], source=f"trial {config.get('number')}")
-        result = fit(recipe)
+        result = fit(recipe, **trainer_rungs)
+    except TrialPruned as stop:
+        return {**rung_report(stop.report), "pruned": True, "threads": torch.get_num_threads()}
     except Exception as exc:  # noqa: BLE001 - every failure is a result here, the search goes on
         return _failure(describe_error(exc))
     finally:
@@ -87,6 +114,7 @@ def _run(config: dict[str, Any]) -> dict[str, Any]:
         return {**metrics, "error": f"non-finite result: accuracy {result.accuracy}, "
                                     f"train_seconds {result.train_seconds}"}
     return {**metrics, "error": None, "steps": result.steps, "device": result.device,
+            "rung_seconds": result.rung_seconds,
             "hardware": hardware_class(str(result.device)),
             "threads": result.threads, "warnings": "; ".join(result.warnings)}
 
@@ -139,6 +167,27 @@ def trial_device(recipe_device: str, gpu_ids: list[Any]) -> str:
     return "cuda" if gpu_ids else "cpu"
 
 
+# Test-only pause inside each rung report (after the scheduler's answer), so a test can kill -9 a search
+# there: ``{"file": PATH, "sleep": 3}`` as JSON; PATH counts the rung reports so far.
+HOLD_RUNG_ENV = "RECIPESEARCH_TEST_HOLD_RUNG"
+
+
+def _hold_in_rung() -> None:
+    spec = os.environ.get(HOLD_RUNG_ENV)
+    if not spec:
+        return
+    import json
+
+    hold = json.loads(spec)
+    try:
+        count = int(open(hold["file"]).read() or 0)
+    except (OSError, ValueError):
+        count = 0
+    with open(hold["file"], "w") as f:
+        f.write(str(count + 1))
+    time.sleep(float(hold.get("sleep", 1)))
+
+
 def _hold(config: dict[str, Any]) -> None:
     spec = os.environ.get(HOLD_ENV)
     if not spec:
@@ -173,7 +222,13 @@ def trainable(config: dict[str, Any]) -> None:
         trains_on = "cpu" if os.environ.get(DEVICE_ENV) == "fake-cuda" and assigned.startswith("cuda") else assigned
         config = {**config, "recipe": {**config["recipe"], "device": trains_on}}
     _hold(config)
-    result = run_recipe(config)
+
+    def report_rung(report: dict[str, Any]) -> bool:
+        # Tune's scheduler decides before this returns; a stop ends this thread inside tune.report
+        tune.report(report)
+        return True
+
+    result = run_recipe(config, on_rung=report_rung)
     result["node"] = ray.util.get_node_ip_address()  # where it ran: a cluster's nodes may differ in speed
     result["gpu_ids"] = gpu_ids  # Ray's assignment (fractional trials share an id)
     if assigned is not None:

@@ -463,6 +463,27 @@ def _regimes(front: pd.DataFrame, budgets: tuple[float, ...], metric: str) -> pd
     return regimes.join(front.set_index("number")[shown], on="number")
 
 
+def pruning_note(trials: pd.DataFrame) -> str | None:
+    """What stopping trials at rungs saved (scheduler: moasha), or None when nothing was stopped.
+
+    A stopped trial trained ``pruned_at`` of its steps: had it gone on, it would have trained about
+    ``train_seconds / pruned_at`` (steps cost alike along a run; progressive resizing's cheap early steps make
+    this an underestimate, so the saving is a lower bound for those)."""
+    pruned = trials[trials["state"].eq("PRUNED") & (trials["pruned_at"] > 0) & (trials["train_seconds"] > 0)]
+    if pruned.empty:
+        return None
+    used = float(pruned["train_seconds"].sum())
+    full = float((pruned["train_seconds"] / pruned["pruned_at"]).sum())
+    trained = float(trials.loc[trials["state"].isin(["COMPLETE", "FAIL", "PRUNED"]), "train_seconds"].fillna(0).sum())
+    saved = full - used
+    proposals = int((trials["stage"] == "search").sum())
+    rungs = float(trials["rung_seconds"].fillna(0).sum())
+    return (f"scheduler: {len(pruned)} of {proposals} proposals stopped at a rung (MO-ASHA); they trained "
+            f"{used:.0f} s instead of about {full:.0f} s: ~{saved:.0f} s saved, {saved / (trained + saved):.0%} of "
+            f"the training time the search would have spent without stopping them. Rung evaluations took "
+            f"{rungs:.0f} s (outside train_seconds).")
+
+
 def _meta_dicts(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     hardware = meta.get("hardware")
     versions = meta.get("versions", meta.get("library_versions"))
@@ -518,12 +539,15 @@ def build_info(
     front["recipe_id"] = [r.recipe_id or row for r, row in zip(recipes, front["recipe_id"], strict=True)]
     warnings += [f"trial {r.number}: {r.error}" for r in recipes if r.error]
 
-    failed = trials[~done & trials["state"].isin(["FAIL", "COMPLETE", "PRUNED"])].copy()
+    failed = trials[~done & trials["state"].isin(["FAIL", "COMPLETE"])].copy()  # PRUNED: stopped, not failed
     failed.loc[failed["state"].eq("COMPLETE") & failed["error"].eq(""), "error"] = \
         f"completed without a finite {f.metric} and positive train_seconds"
     hardware, versions = _meta_dicts(run_meta)
     # The header shows it; as a note too, so `recipesearch report` prints it with the other notes.
     warnings.insert(0, selection.text)
+    saved = pruning_note(trials)
+    if saved:
+        warnings.insert(1, saved)
     return ReportInfo(
         run_dir=run_dir, space_name=space_name, space_hash=space_hash, space_text=space_text,
         objectives=objectives, directions=directions, selection=selection, param_columns=tuple(param_cols),

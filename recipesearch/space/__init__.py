@@ -12,6 +12,8 @@ Every problem is a one-line ``ConfigError`` (``space.yaml:12: hparams.optimizer.
 ("val" by default | "test": which accuracy is the objective; with "val" a base recipe without a
 validation split gets ``data.val_fraction: 0.1``), ``baseline: BaselineSpec(seeds, tune_lr)``,
 ``confirm: ConfirmSpec(enabled, top_k, seeds, max_share)`` (``confirm: false`` turns the stage off),
+``scheduler: SchedulerSpec(name, reduction_factor, min_fraction)`` (fifo | moasha | promote | moasha+promote:
+early stopping at rungs and promotion across budgets, ``recipesearch.analysis.rungs``),
 ``constraints: dict[str, float]`` (keys ``accuracy_min``, ``train_seconds_max``, ``cost_max``),
 ``sampler: SamplerSpec(name, seed, options)``, ``trials`` (LR sweep, baseline runs and proposals;
 confirmation runs come on top), ``concurrency``, ``resources: Resources(cpus: float, gpus: float | "auto")``
@@ -83,6 +85,7 @@ from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS, RESERVED_FIEL
 from recipesearch.space.search_space import (
     AlgorithmSpec,
     Resources,
+    SchedulerSpec,
     SearchSpace,
     TrialResources,
     params_key,
@@ -92,6 +95,6 @@ from recipesearch.space.search_space import (
 __all__ = [
     "CONSTRAINT_KEYS", "DIRECTIONS", "KINDS", "RESERVED_FIELDS", "SAMPLERS", "SAMPLER_OPTIONS", "STEPS",
     "AlgorithmSpec", "ChoicesParam", "GridParam", "ParamSpec", "RangeParam", "Resources", "SamplerSpec",
-    "ScaleParam", "SearchSpace", "SpaceFile", "TrialResources", "load_space", "loads_space", "params_key",
-    "resolve_resources", "space_from_dict",
+    "ScaleParam", "SchedulerSpec", "SearchSpace", "SpaceFile", "TrialResources", "load_space", "loads_space",
+    "params_key", "resolve_resources", "space_from_dict",
 ]

@@ -22,6 +22,7 @@ from recipesearch.space.search_space import (
     BaselineSpec,
     ConfirmSpec,
     Resources,
+    SchedulerSpec,
     SearchSpace,
     conflicts,
 )
@@ -78,6 +79,8 @@ def space_from_dict(
         trials=file.trials, concurrency=file.concurrency,
         resources=Resources(cpus=file.resources.cpus, gpus=file.resources.gpus), threads_per_trial=file.threads,
         seed=file.seed, price_per_hour=file.price_per_hour, max_failures=file.max_failures,
+        scheduler=SchedulerSpec(name=file.scheduler.name, reduction_factor=file.scheduler.reduction_factor,
+                                min_fraction=file.scheduler.min_fraction),
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),
         confirm=ConfirmSpec(enabled=file.confirm.enabled, top_k=file.confirm.top_k, seeds=file.confirm.seeds,
                             max_share=file.confirm.max_share), hparams=hparams, fixed=fixed, algorithms=algorithms,

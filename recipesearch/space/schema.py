@@ -138,6 +138,29 @@ class ConfirmEntry(Section):
         return {"enabled": data} if isinstance(data, bool) else data
 
 
+SCHEDULERS = ("fifo", "moasha", "promote", "moasha+promote")
+
+
+class SchedulerEntry(Section):
+    """``scheduler: {name: moasha, reduction_factor: 3, min_fraction: 0.111}`` or just ``scheduler: moasha``.
+
+    ``fifo`` (the default): every trial runs to its end. ``moasha``: a search trial reports at rungs (after
+    ``min_fraction``, ..., ``1/reduction_factor`` of its steps) and stops at a rung where it is not among the
+    best ``1/reduction_factor`` of the trials of its budget there (``recipesearch.analysis.rungs``).
+    ``promote``: new proposals start at the cheapest budget and the best ``1/reduction_factor`` of each budget
+    are trained again at the next one. ``moasha+promote``: both. Operational, like ``max_failures``: not part
+    of the space hash (a resumed search may change it; run.json records it).
+    """
+
+    name: Literal["fifo", "moasha", "promote", "moasha+promote"] = "fifo"
+    reduction_factor: int = Field(3, ge=2, le=10)
+    min_fraction: float = Field(1 / 9, gt=0, lt=1)
+
+    @classmethod
+    def coerce(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
+
+
 def _fraction(value: float) -> float:
     if value > 1:
         raise field_error(f"accuracy is a fraction in [0, 1], got {value:g}")
@@ -261,6 +284,7 @@ class SpaceFile(Section):
     # FailureConfig(max_failures). A trial failing for its own reason (divergence, bad params) is a result and
     # is never retried. Operational, like ``name``: not part of the space hash.
     max_failures: int = Field(2, ge=0, le=100)
+    scheduler: Annotated[SchedulerEntry, BeforeValidator(_empty_section)] = SchedulerEntry()
     seed: int = 0
     baseline: Annotated[BaselineEntry, BeforeValidator(_empty_section)] = BaselineEntry()
     confirm: Annotated[ConfirmEntry, BeforeValidator(_empty_section)] = ConfirmEntry()

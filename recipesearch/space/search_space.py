@@ -125,6 +125,31 @@ class ConfirmSpec:
     max_share: float = 0.4  # of the whole search's compute
 
 
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """``scheduler:`` of the space file (schema.SchedulerEntry): early stopping at rungs, promotion across
+    budgets (``recipesearch.analysis.rungs``)."""
+
+    name: str = "fifo"
+    reduction_factor: int = 3
+    min_fraction: float = 1 / 9
+
+    @property
+    def prunes(self) -> bool:
+        """Trials report at rungs and may be stopped there (MO-ASHA)."""
+        return "moasha" in self.name
+
+    @property
+    def promotes(self) -> bool:
+        """New proposals start at the cheapest budget; the best move up a budget."""
+        return "promote" in self.name
+
+    def rungs(self) -> tuple[float, ...]:
+        from recipesearch.analysis.rungs import rung_fractions
+
+        return rung_fractions(self.reduction_factor, self.min_fraction) if self.prunes else ()
+
+
 class _Filler:
     """A trial-like object answering each ``suggest_*`` from ``values`` (else the default) — a FixedTrial
     that never complains, so ``complete`` walks exactly the same define-by-run path as ``suggest``."""
@@ -166,6 +191,7 @@ class SearchSpace:
         price_per_hour: float | None,
         hparams: list[ParamSpec],
         max_failures: int = 2,
+        scheduler: SchedulerSpec = SchedulerSpec(),
         baseline: BaselineSpec = BaselineSpec(),
         confirm: ConfirmSpec = ConfirmSpec(),
         fixed: dict[str, Any],
@@ -182,6 +208,7 @@ class SearchSpace:
         self.hparams, self.fixed, self.algorithms = hparams, fixed, algorithms
         self.baseline, self.confirm = baseline, confirm
         self.max_failures = max_failures  # retries of a lost worker's trial; not in the hash (operational)
+        self.scheduler = scheduler  # rungs and promotion; not in the hash (operational)
         self.path, self.text, self.source = path, text, source
         # Algorithms on in every trial: base algorithms that are not candidates, and always-on candidates.
         self._fixed_on = [a for a in base.algorithms if a not in algorithms]

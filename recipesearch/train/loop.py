@@ -56,6 +56,7 @@ class TrainResult:
     val_accuracy: float | None = None
     val_loss: float | None = None
     eval_seconds: float | None = None  # test (+ val) evaluation, outside train_seconds: where TTA's cost shows
+    rung_seconds: float = 0.0  # rung evaluations and the scheduler's answers, outside train_seconds
     device: str = "cpu"
     threads: int = 1
     warnings: list[str] = field(default_factory=list)
@@ -110,13 +111,34 @@ def evaluate(state: State, images: torch.Tensor, labels: torch.Tensor) -> tuple[
     return correct / n, total_loss / n
 
 
+class TrialPruned(Exception):  # noqa: N818 - a decision, not an error
+    """A rung's scheduler stopped the run (``Trainer``'s ``on_rung`` returned False); ``report`` is that
+    rung's report, the run's last result."""
+
+    def __init__(self, report: dict[str, Any]):
+        super().__init__(f"stopped at rung {report.get('rung')}")
+        self.report = report
+
+
 class Trainer:
-    """Runs one recipe. ``fit()`` is the whole job; the pieces are methods so tests can drive them."""
+    """Runs one recipe. ``fit()`` is the whole job; the pieces are methods so tests can drive them.
+
+    ``rungs`` (fractions of the steps) with ``on_rung(report) -> bool``: after each rung's step the clock
+    pauses, the model is evaluated on ``rung_split`` (the split the search selects on, never chosen to be
+    test by a search), and ``on_rung`` gets ``{"rung", "step", "accuracy", "train_seconds",
+    "rung_eval_seconds"}`` (``train_seconds`` so far, the rung's evaluation left out); False stops the run
+    with ``TrialPruned``. The report's time (evaluation plus the scheduler's answer) is outside
+    ``train_seconds`` and summed into ``TrainResult.rung_seconds``.
+    """
 
     def __init__(self, recipe: Recipe, data: DataBundle | None = None,
-                 on_epoch_end: Callable[[State, dict[str, float]], None] | None = None):
+                 on_epoch_end: Callable[[State, dict[str, float]], None] | None = None,
+                 rungs: tuple[float, ...] | list[float] = (),
+                 on_rung: Callable[[dict[str, Any]], bool] | None = None, rung_split: str = "val"):
         self.recipe = recipe
         self.on_epoch_end = on_epoch_end
+        self.rungs, self.on_rung, self.rung_split = tuple(rungs), on_rung, rung_split
+        self.rung_seconds = 0.0
         if recipe.threads:
             torch.set_num_threads(recipe.threads)
         self.device = resolve_device(recipe.device)
@@ -149,6 +171,13 @@ class Trainer:
         s.total_steps = max(1, round(recipe.epochs * s.steps_per_epoch))
         s.schedule = LRSchedule(recipe.schedule, s.steps_per_epoch, s.total_steps, recipe.budget)
         s.forward_backward = lambda: self._forward_backward(fire=False)
+        from recipesearch.analysis.rungs import rung_step
+
+        self._rung_at: dict[int, float] = {}  # step after which a rung reports -> its fraction
+        for fraction in self.rungs if self.on_rung else ():
+            step = rung_step(fraction, s.total_steps)
+            if step is not None:
+                self._rung_at.setdefault(step, fraction)
 
     def fire(self, event: Event) -> None:
         for algo in self._by_event[event]:
@@ -217,6 +246,8 @@ class Trainer:
                 self.fire(Event.AFTER_STEP)
                 self.fire(Event.BATCH_END)
                 losses.check(s.step, loss, last=s.step == s.total_steps)
+                if s.step in self._rung_at:
+                    self._report_rung(self._rung_at[s.step], losses)
             self.fire(Event.EPOCH_END)
             if self.on_epoch_end:  # the callback reports host values (the loss, its own timestamps)
                 clock.sync()
@@ -227,6 +258,26 @@ class Trainer:
         seconds, data_seconds = clock.stop()
         losses.drain()  # CUDA: the last step's loss, read after the FIT_END sync
         return seconds, data_seconds
+
+    def _report_rung(self, fraction: float, losses: LossCheck) -> None:
+        """Pause the clock, evaluate on the rung split, ask ``on_rung`` whether to go on (class docstring)."""
+        s = self.state
+        train_seconds = self.clock.pause()
+        losses.drain()  # a diverged run fails here rather than reporting a rung
+        paused = time.perf_counter()
+        split = self.data.val if self.rung_split == "val" and self.data.val is not None and len(self.data.val) \
+            else self.data.test
+        acc, loss = evaluate(s, split.images, split.labels)
+        self.clock.sync()
+        report = {"rung": fraction, "step": s.step, "accuracy": acc, "loss": loss, "train_seconds": train_seconds,
+                  "rung_eval_seconds": time.perf_counter() - paused}
+        try:
+            go_on = self.on_rung(report)  # type: ignore[misc]
+        finally:
+            self.rung_seconds += time.perf_counter() - paused
+        if not go_on:
+            raise TrialPruned({**report, "rung_seconds": self.rung_seconds})
+        self.clock.resume()
 
     def fit(self) -> TrainResult:
         from recipesearch.algorithms.interactions import interaction_warnings
@@ -247,7 +298,7 @@ class Trainer:
             data_wait_fraction=data_seconds / train_seconds if train_seconds > 0 else 0.0,
             epochs=s.step / s.steps_per_epoch, steps=s.step, samples_seen=s.samples_seen,
             recipe_id=self.recipe.id(), device=str(self.device), threads=torch.get_num_threads(),
-            warnings=interaction_warnings([a.name for a in self.algorithms]),
+            warnings=interaction_warnings([a.name for a in self.algorithms]), rung_seconds=self.rung_seconds,
         )
 
 

@@ -83,6 +83,7 @@ class DeviceClock:
         self._begin: Any = None
         self._t0 = 0.0
         self._start = 0.0
+        self._paused_at = 0.0
         self.data_seconds = 0.0
 
     @classmethod
@@ -133,6 +134,16 @@ class DeviceClock:
         if self.asynchronous and self._begin is not None:
             self._free.append(self._begin)
         self._begin = None
+
+    def pause(self) -> float:
+        """Stop counting (a rung's evaluation is not training): synchronise; return the seconds so far."""
+        self.sync()
+        self._paused_at = time.perf_counter()
+        return self._paused_at - self._start
+
+    def resume(self) -> None:
+        """Count again from here: the paused span is left out of the total."""
+        self._start += time.perf_counter() - self._paused_at
 
     def stop(self) -> tuple[float, float]:
         """FIT_END: synchronise once; return (seconds since ``start``, data-wait seconds)."""
