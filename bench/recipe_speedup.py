@@ -23,7 +23,8 @@ Method
    dataset's standalone baseline length) so that a recipe beating the search's longest baseline is still
    measured against a baseline that reaches its accuracy; without a search run, the base recipe file at
    ``budgets``.
-3) Every arm (baseline at each budget, each candidate) is trained with each seed, arms in rotated order
+3) Every arm (baseline at each budget, each candidate) is trained with each of ``seeds`` fresh seeds (recipe
+   seed + 1000 + k, never one the search used; accuracy on the test split the search never selected on), arms in rotated order
    per seed, one at a time with 2 threads: the same conditions for all (the search's own timings, made
    at 1 thread x 2 concurrent trials, are not reused).
 4) Per seed s: speedup of each candidate's seed-s run against the seed-s baseline curve. Summary: median
@@ -51,6 +52,7 @@ TITLE = "Recipe speedup: baseline tradeoff curve vs the best recipes found"
 GOAL_SPEEDUP = 2.0
 MAX_CANDIDATES = 4
 THREADS = 2
+SEED_OFFSET = 1000  # as in bench/replication.py: seeds the search never used
 
 SETTINGS = {
     "full": {"dataset": "fashion_mnist", "base": ROOT / "recipes" / "fashion_mnist_baseline.yaml",
@@ -172,6 +174,40 @@ def longer_budget_arms(
     return [(name, rec), *((f"{trial}'s recipe @ budget {b:g} (longer)", {**rec, "budget": b}) for b in budgets)]
 
 
+def confirmed_candidates(
+    run_dir: Path, ok: Any, curve_budgets: list[float], objectives: Objectives | None = None
+) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, list[str]]]:
+    """([(label, recipe dict)], {curve name: labels}) from the search's *confirmed* frontier.
+
+    The recipe whose confirmed tradeoff curve claims the largest speedup (re-trained by the search's
+    confirmation stage with more seeds, selected on validation) at each budget of its curve and at the
+    baseline curve's longer budgets, so that its curve reaches the longest baseline's accuracy; plus the
+    front's most accurate recipe when it is another one. Empty when the run confirmed no curve (older runs):
+    ``front_candidates`` and ``longer_budget_arms`` then pick from the unconfirmed front.
+    """
+    from bench.replication import _recipe_of, claims
+
+    f, found = claims(run_dir)
+    confirmed_curves = [c for c in found if c["kind"] == "curve"]
+    if not confirmed_curves:
+        return [], {}
+    best = max(confirmed_curves, key=lambda c: c["speedup"])
+    rec = _recipe_of(f, best["recipe_key"])
+    longest = max(best["budgets"])
+    budgets = sorted(set(best["budgets"]) | {b for b in curve_budgets if b > longest + 1e-9})
+    trial = f"trial {best['number']}"
+    labels = [f"{trial}'s recipe @ budget {b:g}" for b in budgets]
+    cands = [(label, {**rec, "budget": b}) for label, b in zip(labels, budgets, strict=True)]
+    front = _front(ok, objectives)
+    if not front.empty:
+        row = front.loc[front["search_metric"].astype(float).idxmax()]
+        if row["recipe_key"] != best["recipe_key"]:
+            cands.append((_label(row, json.loads(row["recipe_json"])), json.loads(row["recipe_json"])))
+    name = (f"{trial}: {best['algorithms']} (search: confirmed {best['speedup']:.2f}x "
+            f"[{best['ci'][0]:.2f}–{best['ci'][1]:.2f}] at val accuracy {best['target']:.4f})")
+    return cands, {name: labels}
+
+
 def search_baselines(
     ok: Any, baseline_epochs: float, objectives: Objectives | None = None
 ) -> dict[float, dict[str, Any]]:
@@ -224,10 +260,14 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
     base = load_recipe(cfg["base"])
     found = None if hand else find_search_run(cfg["dataset"])
     objectives = search_objectives(found[0]) if found else None
-    cands = front_candidates(found[1], objectives) if found else []
     curve = search_baselines(found[1], cfg["baseline_epochs"], objectives) if found else {}
+    cands, curves = confirmed_candidates(found[0], found[1], sorted(curve), objectives) if found else ([], {})
+    confirmed = bool(cands)
+    if found and not cands:
+        cands = front_candidates(found[1], objectives)
     run_dir = str(found[0].relative_to(ROOT)) if found else None
-    source = f"Pareto front of the search run `{run_dir}`" if cands else "hand-composed Mild/Medium/Hot-style set"
+    source = (f"{'confirmed frontier' if confirmed else 'Pareto front'} of the search run `{run_dir}`" if cands
+              else "hand-composed Mild/Medium/Hot-style set")
     if not cands:
         cands = hand_candidates(base)
     if not curve:
@@ -236,9 +276,10 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
     else:
         baseline_source = (f"the search's base recipe (its baseline trials in `{run_dir}`), extended to "
                            f"{cfg['baseline_epochs']:g} epochs")
-    longer = longer_budget_arms(found[1], sorted(curve), objectives) if found and cands else []
-    curves = {longer[0][0]: [label for label, _ in longer]} if len(longer) > 1 else {}
-    cands = cands + [(label, data) for label, data in longer if label not in dict(cands)]
+    if not confirmed:
+        longer = longer_budget_arms(found[1], sorted(curve), objectives) if found and cands else []
+        curves = {longer[0][0]: [label for label, _ in longer]} if len(longer) > 1 else {}
+        cands = cands + [(label, data) for label, data in longer if label not in dict(cands)]
     arms: dict[str, dict[str, Any]] = {f"baseline @ budget {b:g}": data for b, data in curve.items()}
     for label, data in cands:
         arms[label] = data
@@ -248,8 +289,10 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
     for s in range(n_seeds):
         order = labels[s % len(labels):] + labels[:s % len(labels)]
         for label in order:
-            data = {**arms[label], "seed": s, "threads": THREADS, "device": "cpu"}
-            rec: dict[str, Any] = {"seed": s, "arm": label, "baseline": label.startswith("baseline"),
+            # fresh seeds: the search trained its trials with seed indices 0, 1, 2 ...
+            fresh = int(arms[label].get("seed", 0)) + SEED_OFFSET + s
+            data = {**arms[label], "seed": fresh, "threads": THREADS, "device": "cpu"}
+            rec: dict[str, Any] = {"seed": s, "recipe_seed": fresh, "arm": label, "baseline": label.startswith("baseline"),
                                    "budget": data.get("budget", 1.0), "load": load_now()}
             try:
                 res = fit(recipe_from_dict(data, source=f"bench:{NAME}"))
