@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 NAME = "recipe_speedup"
 TITLE = "Recipe speedup: baseline tradeoff curve vs the best recipes found"
-GOAL_SPEEDUP = 2.0
+GOAL_SPEEDUP = 2.5  # issue 17: at the 10-epoch baseline's accuracy (was 2.0 inside the curve)
 MAX_CANDIDATES = 4
 THREADS = 2
 SEED_OFFSET = 1000  # as in bench/replication.py: seeds the search never used
