@@ -38,7 +38,9 @@ test: setup
 	$(PY) -m ruff check recipesearch bench tests
 	$(PY) -m pytest -q
 
+# The benchmarks' own extra (Syne Tune, the MO-ASHA peer of §4): only here, never for demo or test.
 bench: setup
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[bench]"
 	$(PY) -m bench.run_all
 
 clean-venv:

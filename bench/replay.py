@@ -15,13 +15,20 @@ Method
    in-process executor instead of Ray Tune: ``concurrency`` trials are asked before their results are told.
    The objective is any function of the params: a table lookup (``TableObjective``) or, when recording, a
    real or synthetic training.
-3) Tables that were not recorded on the grid (a real search with continuous parameters) can still be
+3) Learning curves: a table row may also hold ``rungs``, ``[[fraction, accuracy, train_seconds so far],
+   ...]`` as ``trials.csv`` writes them, recorded at the scheduler's rung fractions on the split of the
+   row's accuracy. With a pruning scheduler (``replay(..., scheduler="moasha")``) the executor reports
+   those values to ``proposal.on_rung`` in order, exactly as the trainer does in a real search, and stops
+   the trial when told (its compute is then its last rung's train_seconds); the loop's own code ranks the
+   rung and promotes across budgets (``scheduler="promote"``), so replay runs the scheduler of real searches.
+4) Tables that were not recorded on the grid (a real search with continuous parameters) can still be
    replayed with ``miss="nearest"``: a proposal absent from the table gets the result of the nearest
    recorded trial (mismatched switches/choices count 1 each, numbers by their distance in log space over
    the parameter's range); the hit rate is reported, because such a replay is a surrogate, not exact.
 
-With the same table, sampler and seed, ``run_study`` is deterministic: replaying a recorded search
-reproduces its trials exactly (``tests/bench/test_replay.py``).
+With the same table, sampler, scheduler and seed, ``run_study`` is deterministic: replaying a recorded search
+reproduces its trials exactly (``tests/bench/test_replay.py``; with schedulers,
+``tests/bench/test_replay_scheduler.py``).
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ from typing import Any
 import numpy as np
 
 Outcome = tuple[float, float]  # (accuracy, train_seconds)
+Rung = tuple[float, float, float]  # (fraction of the steps, accuracy, train_seconds so far)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,10 @@ class TrialRecord:
     train_seconds: float
     state: str = "COMPLETE"
     hit: bool = True  # the outcome was found in the table exactly (always True when not replaying)
+    # PRUNED: the rung it was stopped at; its accuracy is NaN (no full-budget result), its train_seconds
+    # the compute it used up to that rung
+    pruned_at: float | None = None
+    promoted_from: int | None = None  # scheduler promote: the trial whose recipe this one retrains
 
     def to_row(self) -> dict[str, Any]:
         row = {"number": self.number, "state": self.state, "accuracy": self.accuracy,
@@ -58,37 +70,50 @@ class TrialRecord:
 
 
 class Table:
-    """Recorded outcomes by canonical params key; ``extra`` keeps whatever else was recorded per row."""
+    """Recorded outcomes by canonical params key, with each row's learning curve when it was recorded.
 
-    def __init__(self, rows: Iterable[tuple[dict[str, Any], float, float]]):
+    ``rows``: ``(params, accuracy, train_seconds)`` or ``(params, accuracy, train_seconds, rungs)`` with
+    ``rungs`` a list of ``(fraction, accuracy, train_seconds so far)`` (or None)."""
+
+    def __init__(self, rows: Iterable[tuple[Any, ...]]):
         from recipesearch.space import params_key
 
         self.params: list[dict[str, Any]] = []
         self.outcomes: list[Outcome] = []
+        self.curves: list[tuple[Rung, ...]] = []
         self._index: dict[str, int] = {}
-        for params, acc, secs in rows:
+        for params, acc, secs, *more in rows:
             key = params_key(params)
             if key in self._index:  # a recipe recorded twice (two seeds, two runs): keep the first
                 continue
             self._index[key] = len(self.params)
             self.params.append(dict(params))
             self.outcomes.append((float(acc), float(secs)))
+            self.curves.append(tuple((float(f), float(a), float(t)) for f, a, t in (more[0] if more and more[0] else ())))
 
     def __len__(self) -> int:
         return len(self.params)
 
-    def get(self, params: dict[str, Any]) -> Outcome | None:
+    def index(self, params: dict[str, Any]) -> int | None:
         from recipesearch.space import params_key
 
-        i = self._index.get(params_key(params))
+        return self._index.get(params_key(params))
+
+    def get(self, params: dict[str, Any]) -> Outcome | None:
+        i = self.index(params)
         return None if i is None else self.outcomes[i]
+
+    @property
+    def has_curves(self) -> bool:
+        return any(self.curves)
 
     def points(self) -> np.ndarray:
         return np.asarray(self.outcomes, dtype=float).reshape(-1, 2)
 
     @classmethod
     def from_trials(cls, df: Any, space: Any) -> Table:
-        """From a trials table in the trials.csv contract (``params_<name>`` columns, COMPLETE rows)."""
+        """From a trials table in the trials.csv contract (``params_<name>`` columns, COMPLETE rows, and
+        the ``rungs`` column, JSON, where the trials reported rungs)."""
         names = space.param_names()
         rows = []
         for _, r in df[df["state"] == "COMPLETE"].iterrows():
@@ -98,7 +123,9 @@ class Table:
                 if v is None or (isinstance(v, float) and math.isnan(v)):
                     continue
                 params[n] = _typed(v)
-            rows.append((params, float(r["accuracy"]), float(r["train_seconds"])))
+            rungs = r.get("rungs")
+            rows.append((params, float(r["accuracy"]), float(r["train_seconds"]),
+                         json.loads(rungs) if isinstance(rungs, str) and rungs else None))
         return cls(rows)
 
     @classmethod
@@ -143,7 +170,9 @@ def write_table(records: Iterable[TrialRecord], path: str | Path, extra: dict[in
 
 
 class TableObjective:
-    """Looks a proposal up in a ``Table``; ``miss``: "fail" (trial FAIL) or "nearest" (see module doc)."""
+    """Looks a proposal up in a ``Table``; ``miss``: "fail" (trial FAIL) or "nearest" (see module doc).
+
+    Returns ``(outcome, hit, rungs)``: the row's learning curve comes with it (the nearest row's on a miss)."""
 
     def __init__(self, table: Table, space: Any, miss: str = "fail"):
         if miss not in ("fail", "nearest"):
@@ -151,15 +180,16 @@ class TableObjective:
         self.table, self.space, self.miss = table, space, miss
         self.hits = self.misses = 0
 
-    def __call__(self, params: dict[str, Any]) -> tuple[Outcome | None, bool]:
-        found = self.table.get(params)
-        if found is not None:
+    def __call__(self, params: dict[str, Any]) -> tuple[Outcome | None, bool, tuple[Rung, ...]]:
+        i = self.table.index(params)
+        if i is not None:
             self.hits += 1
-            return found, True
+            return self.table.outcomes[i], True, self.table.curves[i]
         self.misses += 1
         if self.miss == "fail" or len(self.table) == 0:
-            return None, False
-        return self.table.outcomes[self._nearest(params)], False
+            return None, False, ()
+        i = self._nearest(params)
+        return self.table.outcomes[i], False, self.table.curves[i]
 
     def _nearest(self, params: dict[str, Any]) -> int:
         specs = {p.name: p for p in self.space.params}
@@ -203,18 +233,49 @@ def with_sampler(space: Any, name: str, seed: int, options: dict[str, Any] | Non
     return new
 
 
+def with_scheduler(space: Any, scheduler: str | dict[str, Any] | None) -> Any:
+    """A copy of ``space`` whose scheduler is ``scheduler``: a name (fifo, moasha, promote, moasha+promote;
+    the space's reduction factor and rungs kept) or the fields to change (``{"name": "moasha",
+    "min_fraction": 1/3}``); None keeps the space's own."""
+    import copy
+    import dataclasses
+
+    if scheduler is None:
+        return space
+    changes = {"name": scheduler} if isinstance(scheduler, str) else dict(scheduler)
+    new = copy.copy(space)
+    new.scheduler = dataclasses.replace(space.scheduler, **changes)
+    return new
+
+
+def rung_reports(curve: Iterable[Rung], fractions: Iterable[float]) -> list[dict[str, Any]]:
+    """The reports a trainer would send at ``fractions`` (``Proposal.on_rung``'s format), from a recorded
+    curve; a fraction the curve lacks is an error (the scheduler would silently stop pruning)."""
+    out = []
+    for fraction in fractions:
+        match = [r for r in curve if math.isclose(r[0], fraction, rel_tol=1e-6)]
+        if not match:
+            raise ValueError(f"the table has no rung value at fraction {fraction:.4g} for this recipe: record "
+                             "the table with the scheduler's rungs (or replay without a pruning scheduler)")
+        _, acc, secs = match[0]
+        out.append({"rung": float(fraction), "rung_accuracy": acc, "train_seconds": secs})
+    return out
+
+
 def run_study(
     space: Any,
-    objective: Callable[[dict[str, Any]], tuple[Outcome | None, bool]],
+    objective: Callable[[dict[str, Any]], tuple[Any, ...]],
     n_trials: int,
     concurrency: int = 1,
 ) -> list[TrialRecord]:
     """``recipesearch search``'s own loop (``SearchLoop``) over ``objective``, executed in process (no Ray).
 
-    ``objective(params) -> ((accuracy, train_seconds) | None, hit)``; None fails the trial. The loop queues
-    the baselines first, asks the space's sampler (or the sweep), and the ``InProcess`` executor asks
-    ``concurrency`` trials before their results are told in order, as that many parallel trials would
-    come back. The study lives in memory.
+    ``objective(params) -> ((accuracy, train_seconds) | None, hit[, rungs])``; None fails the trial. The
+    loop queues the baselines first, asks the space's sampler (or the sweep), and the ``InProcess``
+    executor asks ``concurrency`` trials before their results are told in order, as that many parallel
+    trials would come back. With a pruning scheduler the executor reports the recipe's recorded ``rungs``
+    to ``proposal.on_rung`` in order and returns the stopped result when told, as a trainer does (module
+    doc, 3). The study lives in memory.
     """
     import optuna
 
@@ -227,20 +288,26 @@ def run_study(
     hits: dict[int, bool] = {}
 
     def execute(proposal: Proposal) -> dict[str, Any]:
-        found, hit = objective(proposal.params)
+        found, hit, *curve = objective(proposal.params)
         hits[proposal.number] = hit
         if found is None:
             return {"error": "not in the table"}
+        if proposal.on_rung is not None:
+            for report in rung_reports(curve[0] if curve else (), proposal.config.get("rungs") or ()):
+                if not proposal.on_rung(report):
+                    return {**report, "pruned": True}
         acc, secs = found
         return {"accuracy": acc, "val_accuracy": acc, "train_seconds": secs}
 
     def record(frozen: optuna.trial.FrozenTrial) -> None:
-        done = frozen.state.name == "COMPLETE"
+        state, a = frozen.state.name, frozen.user_attrs
+        spent = state in ("COMPLETE", "PRUNED")  # a stopped trial's compute is its last rung's train_seconds
         records.append(TrialRecord(
             frozen.number, st.trial_params(frozen),
-            frozen.user_attrs["accuracy"] if done else math.nan,
-            frozen.user_attrs["train_seconds"] if done else math.nan,
-            frozen.state.name, hits.get(frozen.number, True)))
+            a["accuracy"] if state == "COMPLETE" else math.nan,
+            a["train_seconds"] if spent else math.nan,
+            state, hits.get(frozen.number, True),
+            a.get(st.PRUNED_AT) if state == "PRUNED" else None, a.get(st.PROMOTED_FROM)))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -253,10 +320,13 @@ def run_study(
 
 
 def replay(space: Any, table: Table, sampler: str, seed: int, n_trials: int, concurrency: int = 1,
-           miss: str = "fail", options: dict[str, Any] | None = None) -> tuple[list[TrialRecord], float]:
-    """Run ``sampler`` (seeded) against ``table``; returns the trials and the exact-hit rate."""
+           miss: str = "fail", options: dict[str, Any] | None = None,
+           scheduler: str | dict[str, Any] | None = None) -> tuple[list[TrialRecord], float]:
+    """Run ``sampler`` (seeded) against ``table``, under ``scheduler`` (``with_scheduler``; None: the space's
+    own); returns the trials and the exact-hit rate."""
     objective = TableObjective(table, space, miss)
-    records = run_study(with_sampler(space, sampler, seed, options), objective, n_trials, concurrency)
+    searched = with_scheduler(with_sampler(space, sampler, seed, options), scheduler)
+    records = run_study(searched, objective, n_trials, concurrency)
     total = objective.hits + objective.misses
     return records, (objective.hits / total if total else math.nan)
 
@@ -326,13 +396,16 @@ class _Probe:
 
 def hv_curves(runs: list[list[TrialRecord]], reference: np.ndarray,
               directions: tuple[str, ...] = ("maximize", "minimize")) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(cumulative train seconds, hypervolume) per run, with a shared reference point."""
+    """(cumulative train seconds, hypervolume) per run, with a shared reference point; stopped trials
+    add their partial compute and nothing to the front."""
     from recipesearch.analysis import hypervolume_vs_compute
 
     out = []
     for recs in runs:
         pts = np.array([[r.accuracy, r.train_seconds] for r in recs], dtype=float).reshape(-1, 2)
-        c = hypervolume_vs_compute(pts, pts[:, 1], list(directions), reference)
+        secs = pts[:, 1].copy()
+        pts[np.isnan(pts[:, 0])] = np.nan  # a stopped trial has no full-budget point
+        c = hypervolume_vs_compute(pts, secs, list(directions), reference)
         out.append((c.cumulative_seconds, c.hypervolume))
     return out
 

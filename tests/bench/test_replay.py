@@ -101,9 +101,9 @@ def test_missing_point_fails_or_takes_the_nearest(space):
     target = next(p for p in grid if p["budget"] == 1.0 and p["optimizer.lr"] == 2 and p.get("alg.mixup"))
     rest = [p for p in grid if p is not target]
     table = Table((p, *synthetic(p)[0]) for p in rest)
-    outcome, hit = TableObjective(table, space, miss="fail")(target)
+    outcome, hit, _ = TableObjective(table, space, miss="fail")(target)
     assert outcome is None and not hit
-    outcome, hit = TableObjective(table, space, miss="nearest")(target)
+    outcome, hit, _ = TableObjective(table, space, miss="nearest")(target)
     assert not hit and outcome in table.outcomes
 
 
