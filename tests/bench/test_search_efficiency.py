@@ -1,0 +1,27 @@
+"""§4's real-search arms (bench/search_efficiency.py): each swaps the sampler and the scheduler only."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.search_efficiency import REAL_ARMS, real_space  # noqa: E402
+
+
+def test_issue_14s_seven_arms():
+    assert set(REAL_ARMS) == {"random", "tpe", "gp", "nsga2", "tpe+moasha", "random+moasha", "promote"}
+
+
+@pytest.mark.parametrize("arm", ["tpe+moasha", "promote", "gp"])
+def test_a_real_arm_swaps_only_the_sampler_and_the_scheduler(arm):
+    space = real_space(arm, 1, quick=True)
+    sampler, scheduler = REAL_ARMS[arm]
+    assert space.sampler.name == sampler and space.sampler.seed == 1 and space.scheduler.name == scheduler
+    assert space.budgets == [0.25, 0.5] and space.trials == 10 and not space.confirm.enabled
+    fifo = real_space("random", 1, quick=True)
+    assert space.base.to_dict() == fifo.base.to_dict() and space.budgets == fifo.budgets
