@@ -105,6 +105,24 @@ def real_space(arm: str, seed: int, quick: bool) -> Any:
     return space_from_dict(data, source=str(DIGITS_SPACE), base_dir=DIGITS_SPACE.parent)
 
 
+def _real_goal_text(analysis: dict[str, Any]) -> str:
+    """The goal read on the real searches: the arm with the least compute to random's final hypervolume."""
+    rows = {a: r for a, r in analysis.get("rows", {}).items() if a != "random"}
+    finite = [(r["relative_to_random"], a) for a, r in rows.items() if math.isfinite(r.get("relative_to_random", math.inf))]
+    if not finite:
+        return "**Goal** (real searches): no arm reached random's final hypervolume on its median curve: **not met**."
+    ratio, arm = min(finite)
+    ci = rows[arm].get("relative_interval_95") or [math.nan, math.nan]
+    stopped = {a: r["stopped_per_run"]["median"] for a, r in rows.items() if r.get("stopped_per_run", {}).get("median")}
+    return (f"**Goal** (real searches, ≤ {analysis.get('goal_ratio', 0.3):g}× random's compute): "
+            f"{'**met**' if ratio <= analysis.get('goal_ratio', 0.3) else '**not met**'}; the best arm is `{arm}` at "
+            f"{ratio:.2f}x [95% bootstrap over seeds {fmt(ci[0], '.2f')}–"
+            f"{fmt(ci[1], '.2f') if math.isfinite(ci[1]) else 'never'}]"
+            + (f"; MO-ASHA arms stopped {', '.join(f'{a} {n:g}' for a, n in stopped.items())} trials per search "
+               "(median) and spent about half the compute, without reaching random's final hypervolume"
+               if stopped else "") + ".")
+
+
 def _arms_text(arms: set[str]) -> str:
     return ", ".join(f"{a}: sampler {s}, scheduler {sc}" for a, (s, sc) in REAL_ARMS.items() if a in arms)
 
@@ -963,6 +981,8 @@ def render(result: dict[str, Any]) -> str:
             + (" With one seed and a few trials per sampler these rows are anecdotes (trial order under Ray and "
                "noisy train_seconds also differ run to run); the replay above is the sampler comparison."
                if real["seeds"] < 3 else ""),
+            "",
+            _real_goal_text(real["analysis"]),
             "",
             _real_table(real["analysis"]),
         ]
