@@ -237,15 +237,9 @@ def with_scheduler(space: Any, scheduler: str | dict[str, Any] | None) -> Any:
     """A copy of ``space`` whose scheduler is ``scheduler``: a name (fifo, moasha, promote, moasha+promote;
     the space's reduction factor and rungs kept) or the fields to change (``{"name": "moasha",
     "min_fraction": 1/3}``); None keeps the space's own."""
-    import copy
-    import dataclasses
-
     if scheduler is None:
         return space
-    changes = {"name": scheduler} if isinstance(scheduler, str) else dict(scheduler)
-    new = copy.copy(space)
-    new.scheduler = dataclasses.replace(space.scheduler, **changes)
-    return new
+    return space.with_scheduler(**({"name": scheduler} if isinstance(scheduler, str) else dict(scheduler)))
 
 
 def rung_reports(curve: Iterable[Rung], fractions: Iterable[float]) -> list[dict[str, Any]]:

@@ -55,7 +55,9 @@ def rung_step(fraction: float, total_steps: int) -> int | None:
 
 def _scaled_minimisation(points: np.ndarray) -> np.ndarray:
     """(n, 2) (accuracy, seconds) -> both to be minimised, scaled to [0, 1] over the rows."""
-    values = np.column_stack([-points[:, 0], points[:, 1]]).astype(float)
+    from recipesearch.analysis._objectives import as_minimization
+
+    values = as_minimization(points, DIRECTIONS)
     low, high = values.min(axis=0), values.max(axis=0)
     span = np.where(high > low, high - low, 1.0)
     return (values - low) / span

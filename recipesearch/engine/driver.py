@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -121,7 +121,7 @@ class SearchDriver:
 
             if options.scheduler not in SCHEDULERS:
                 raise UserError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, not {options.scheduler!r}")
-            space.scheduler = replace(space.scheduler, name=options.scheduler)
+            self.space = space = space.with_scheduler(name=options.scheduler)
         self.trial_resources: TrialResources | None = None  # resolved once Ray is up
         if options.executor not in EXECUTORS:
             raise UserError(f"--executor must be one of {', '.join(EXECUTORS)}, not {options.executor!r}")

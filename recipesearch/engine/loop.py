@@ -424,9 +424,8 @@ class SearchLoop:
                        if k in result}
         attrs, _ = outcome(self.space, {**rung_values, split_key: result.get("rung_accuracy")}, None)
         attrs.pop("error", None)
-        for key in ("rung_eval_seconds", "rung_seconds"):
-            if finite(result.get(key)):
-                attrs[key] = float(result[key])
+        if finite(result.get("rung_eval_seconds")):  # the stopping rung's evaluation (outcome() keeps rung_seconds)
+            attrs["rung_eval_seconds"] = float(result["rung_eval_seconds"])
         attrs[st.PRUNED_AT] = float(result.get("rung", trial.user_attrs.get(st.PRUNED_AT) or 0.0))
         for key, value in attrs.items():
             trial.set_user_attr(key, value)

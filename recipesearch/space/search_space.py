@@ -8,7 +8,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -214,6 +214,15 @@ class SearchSpace:
         self._fixed_on = [a for a in base.algorithms if a not in algorithms]
         self._fixed_on += [a.name for a in algorithms.values() if a.always and a.name not in self._fixed_on]
         self.hash = hashlib.sha256(self._canonical().encode()).hexdigest()[:12]
+
+    def with_scheduler(self, **changes: Any) -> SearchSpace:
+        """A copy of this space with ``scheduler`` fields changed (``name="moasha"``, ``min_fraction=1/3``):
+        operational, so the hash stays (``--scheduler``, replay). The space itself is left as it was."""
+        import copy
+
+        new = copy.copy(self)
+        new.scheduler = replace(self.scheduler, **changes)
+        return new
 
     # -- what the sampler sees -------------------------------------------------------------------------
     @property

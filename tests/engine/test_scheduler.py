@@ -110,6 +110,13 @@ def test_the_cli_scheduler_overrides_the_space_and_bad_names_exit_2(tmp_path, wr
     assert csv.loc[csv["stage"] == "search", "rungs"].str.startswith("[[").all()
 
 
+def test_with_scheduler_is_a_copy_with_the_same_hash(make_space):
+    space = make_space()
+    moasha = space.with_scheduler(name="moasha", min_fraction=1 / 3)
+    assert (moasha.scheduler.name, moasha.scheduler.rungs()) == ("moasha", pytest.approx((1 / 3,)))
+    assert space.scheduler.name == "fifo" and moasha.hash == space.hash  # operational: the space is the same
+
+
 def test_fifo_never_reports_rungs(tmp_path, make_space):
     space = make_space(trials=6)
     loop, study, _ = open_loop(tmp_path, space)
