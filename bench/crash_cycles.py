@@ -9,7 +9,10 @@ Then, over the whole history:
 - completed trials lost: a trial COMPLETE before a kill that is not COMPLETE, or has other values, after;
 - trials run twice: two finished trials of the same run (stage, params, seed index);
 - study vs trials.csv: the same trials, states and values;
-- compute wasted per kill: the training time of trials interrupted by the kill (their start to the kill).
+- compute wasted per kill: the training time of trials interrupted by the kill (their start to the kill);
+  with ``--checkpoint-minutes M`` the trials checkpoint every M minutes and a re-run goes on from its
+  predecessor's latest checkpoint, so only the time from that checkpoint (the file's mtime in Tune's
+  storage) to the kill is wasted; ``resumed``: the re-runs that went on from a checkpoint.
 
 Second part, node loss: the same search on a two-node loopback Ray cluster (head 127.0.0.2 and a worker
 node 127.0.0.3, one CPU each, ``--address``); whenever a trial trains on the worker node, every process of
@@ -18,7 +21,8 @@ search must complete in the same run with no trial lost: the trial the node took
 (``max_failures`` in the space, Ray Tune's FailureConfig). Measured: trials retried and failed, completed
 trials lost, and the training time the lost attempts had spent.
 
-    python -m bench.crash_cycles [--cycles 10] [--losses 3] [--quick]   # quick: 3 cycles, 2 losses, smaller
+    python -m bench.crash_cycles [--cycles 10] [--losses 3] [--quick] [--checkpoint-minutes M]
+    # quick: 3 cycles, 2 losses, smaller
 """
 from __future__ import annotations
 
@@ -105,8 +109,17 @@ def _finished_rows(out: Path) -> int:
         return 0
 
 
+def _last_checkpoint(out: Path, number: int) -> datetime | None:
+    """When trial ``number``'s latest checkpoint reached Tune's storage (engine/checkpoints.py), or None."""
+    from recipesearch.engine.checkpoints import CheckpointStore
+
+    latest = CheckpointStore(out / "ray").latest([number])
+    return datetime.fromtimestamp(latest.stat().st_mtime) if latest is not None else None
+
+
 def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None, seed: int = 0,
-                 max_extra: float = 4.0, timeout: float = 300.0) -> dict[str, Any]:
+                 max_extra: float = 4.0, timeout: float = 300.0,
+                 checkpoint_minutes: float | None = None) -> dict[str, Any]:
     """Kill and resume a search ``cycles`` times, then let it finish; returns the measurements."""
     from recipesearch.engine import study as st
 
@@ -116,6 +129,7 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
     env = {**os.environ, "RAY_TMPDIR": marker, "RAY_USAGE_STATS_ENABLED": "0"}
     cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet", "--no-report"]
     cmd += ["--trials", str(trials)] if trials else []
+    cmd += ["--checkpoint-minutes", str(checkpoint_minutes)] if checkpoint_minutes is not None else []
     kills: list[dict[str, Any]] = []
     lost, before_all = 0, {}
     try:
@@ -137,7 +151,9 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
             _kill_all(marker)
             trials_now = _study(out, name).get_trials()
             running = [t for t in trials_now if t.state.name == "RUNNING" and t.datetime_start]
-            wasted = sum(max(0.0, (killed_at - t.datetime_start).total_seconds()) for t in running)
+            # lost: from the trial's start, or from its latest checkpoint (its re-run goes on from there)
+            since = [max(t.datetime_start, _last_checkpoint(out, t.number) or t.datetime_start) for t in running]
+            wasted = sum(max(0.0, (killed_at - s).total_seconds()) for s in since)
             done = _completed(trials_now)
             lost += sum(1 for n, v in before_all.items() if done.get(n) != v)
             before_all = done
@@ -163,7 +179,8 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
             "study_and_csv_agree": bool(agree),
             "left_running_or_waiting": sum(t.state.name in ("RUNNING", "WAITING") for t in trials_end),
             "wasted_seconds_per_kill": (sum(k["wasted_seconds"] for k in kills) / len(kills)) if kills else 0.0,
-            "orphans": sum(k["orphans_after_5s"] for k in kills)}
+            "orphans": sum(k["orphans_after_5s"] for k in kills), "checkpoint_minutes": checkpoint_minutes,
+            "resumed": sum(1 for t in trials_end if t.user_attrs.get("resumes"))}
 
 
 def _ray_cli(args: list[str], env: dict[str, str]) -> None:
@@ -290,11 +307,12 @@ def _load_name(space: Path) -> str:
     return load_space(space).name
 
 
-def run(quick: bool = False, cycles: int | None = None, losses: int | None = None) -> dict[str, Any]:
+def run(quick: bool = False, cycles: int | None = None, losses: int | None = None,
+        checkpoint_minutes: float | None = None) -> dict[str, Any]:
     env = environment()
     out = Path(tempfile.mkdtemp(prefix="crash-cycles-")) / "run"
     n = cycles or (3 if quick else 10)
-    result = cycle_search(DIGITS, out, n, trials=20 if quick else 30, seed=0)
+    result = cycle_search(DIGITS, out, n, trials=20 if quick else 30, seed=0, checkpoint_minutes=checkpoint_minutes)
     shutil.rmtree(out.parent, ignore_errors=True)
     out = Path(tempfile.mkdtemp(prefix="node-loss-")) / "run"
     node_loss = lose_nodes(DIGITS, out, losses or (2 if quick else 3), trials=20 if quick else 30)
@@ -316,6 +334,9 @@ def render(result: dict[str, Any]) -> str:
         f"| study and trials.csv agree | {'yes' if result['study_and_csv_agree'] else 'no'} | yes |",
         f"| trials left RUNNING/WAITING at the end | {result['left_running_or_waiting']} | 0 |",
         f"| training time wasted per kill (s) | {fmt(result['wasted_seconds_per_kill'], '.1f')} | – |",
+        *([f"| checkpoints every (minutes) | {result['checkpoint_minutes'] or 'the space default (10)'} | – |",
+           f"| re-runs that went on from a checkpoint | {result.get('resumed', 0)} | – |"]
+          if "checkpoint_minutes" in result else []),  # results saved before checkpoints existed have neither
         f"| Ray workers still training 5 s after a kill | {result['orphans']} | 0 |",
         f"| final resume | exit {result['final_returncode']} {result.get('final_error') or ''} | exit 0 |",
         "",
@@ -350,8 +371,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cycles", type=int)
     p.add_argument("--losses", type=int)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--checkpoint-minutes", type=float, help="the searches' checkpoint interval (default: the space's)")
     args = p.parse_args(argv)
-    result = run(quick=args.quick, cycles=args.cycles, losses=args.losses)
+    result = run(quick=args.quick, cycles=args.cycles, losses=args.losses, checkpoint_minutes=args.checkpoint_minutes)
     save_result(NAME, result)
     print(render(result))
     print(json.dumps({k: v for k, v in result.items() if k not in ("environment", "kills")}, default=str))

@@ -1,11 +1,11 @@
 """Run the benchmarks and rewrite ``reports/benchmarks.md`` (``make bench``).
 
-    python -m bench.run_all                      # all eight, full size (hours on 2 CPU cores)
+    python -m bench.run_all                      # all nine, full size (hours on 2 CPU cores)
     python -m bench.run_all --quick              # the documented short versions (~10 min on an idle machine)
     python -m bench.run_all --only trainer_efficiency,algorithm_cost
     python -m bench.run_all --render             # no measuring: rebuild the markdown from reports/bench/*.json
 
-Each benchmark saves its raw results to ``reports/bench/<name>.json``; the markdown always has all eight
+Each benchmark saves its raw results to ``reports/bench/<name>.json``; the markdown always has all nine
 sections, a benchmark not run this time keeping its previous results (with their own date and
 environment). A benchmark that crashes leaves its previous results in place and makes the exit code 1.
 
@@ -22,6 +22,7 @@ What ``--quick`` does, per benchmark:
   too (whose search, runs/fm-new, takes about an hour when it is not already there).
 - crash_cycles: 3 kill -9 cycles of a 20-trial digits search instead of 10 of a 30-trial one.
 - ablation: 1 seed per arm instead of 2.
+- streaming: 2 repeats of 2-epoch runs instead of 4 of 3.
 
 Not part of any run (slow: valgrind emulates every instruction, imports included): the trainer's
 instructions per step against the bare loop's, `python -m bench.trainer_efficiency --instructions`,
@@ -39,7 +40,7 @@ from typing import Any
 from bench.common import REPORTS, env_lines, load_result, save_result
 
 BENCHMARKS = ("trainer_efficiency", "algorithm_cost", "scheduling_overhead", "search_efficiency", "recipe_speedup",
-              "replication", "crash_cycles", "ablation")
+              "replication", "crash_cycles", "ablation", "streaming")
 
 
 def _module(name: str) -> Any:
@@ -47,7 +48,7 @@ def _module(name: str) -> Any:
 
 
 def render_markdown() -> str:
-    """All eight sections from the saved JSON results (a missing one says how to produce it)."""
+    """All nine sections from the saved JSON results (a missing one says how to produce it)."""
     lines = [
         "# recipesearch benchmarks",
         "",

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
-from recipesearch.data.spec import DataSpec
+from recipesearch.data.spec import RUNTIME_FIELDS, DataSpec
 from recipesearch.errors import ConfigError
 from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
 
@@ -264,8 +264,11 @@ def dump_recipe(recipe: Recipe, header: str | None = None) -> str:
 
 
 def recipe_id(recipe: Recipe) -> str:
-    """Stable 12-hex-digit id: sha256 of the canonical JSON (sorted keys) without the display name."""
+    """Stable 12-hex-digit id: sha256 of the canonical JSON (sorted keys) without the display name, nor the
+    data fields that only decide how the images are held (``data.in_memory``, ``cache``, ``workers``)."""
     content = recipe.to_dict()
     content.pop("name", None)
+    for key in RUNTIME_FIELDS:
+        content.get("data", {}).pop(key, None)
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]

@@ -35,6 +35,15 @@ def make_recipe(algorithms: dict[str, dict[str, Any]] | None = None, **overrides
     return recipe_from_dict(base)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _decode_cache_in_tmp(tmp_path_factory):
+    """imagefolder's decode cache (``$RECIPESEARCH_CACHE``) in a folder of this session, never the user's:
+    set in the environment so Ray workers and CLI subprocesses started by the tests inherit it."""
+    import os
+
+    os.environ["RECIPESEARCH_CACHE"] = str(tmp_path_factory.mktemp("decoded"))
+
+
 @pytest.fixture
 def tiny_recipe():
     """Factory fixture: ``tiny_recipe({"mixup": {"alpha": 0.2}}, max_duration=2)``."""

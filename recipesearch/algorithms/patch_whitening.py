@@ -34,6 +34,7 @@ from recipesearch.algorithms._surgery import unwrap
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.data.augment import normalize
+from recipesearch.data.source import strided_sample
 from recipesearch.errors import ConfigError
 from recipesearch.train.events import Event
 from recipesearch.train.state import State
@@ -99,10 +100,10 @@ def first_conv(model: nn.Module) -> nn.Conv2d | None:
 
 def training_images(state: State, n_images: int) -> Tensor:
     """Up to ``n_images`` training images at an even stride through the train split, normalised as the
-    loader does (float32, on the device). Validation and test images are never read."""
-    images = state.data.train.images
-    step = max(1, images.shape[0] // n_images)
-    return normalize(images[::step][:n_images], state.data.mean, state.data.std)
+    loader does (float32, on the device). Validation and test images are never read; streamed ones are
+    read from their source."""
+    images = strided_sample(state.data.train.images, n_images, state.device)
+    return normalize(images, state.data.mean, state.data.std)
 
 
 class PatchWhiteningParams(BaseModel):

@@ -1,6 +1,6 @@
 """``recipesearch search SPACE.yaml --out DIR [--resume | --force] [--address ADDR] [--storage URL]
 [--executor ray|inprocess] [--trials N] [--concurrency N] [--cpus-per-trial X] [--gpus-per-trial X|auto]
-[--quiet]``."""
+[--checkpoint-minutes M] [--quiet]``."""
 from __future__ import annotations
 
 import argparse
@@ -30,6 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", choices=("fifo", "moasha", "promote", "moasha+promote"),
                    help="stop dominated trials at rungs (moasha), start proposals at the cheapest budget and move "
                         "the best up (promote), or both (overrides the space's scheduler.name)")
+    p.add_argument("--checkpoint-minutes", type=non_negative_number, metavar="M",
+                   help="checkpoint each running trial every M minutes, so a trial cut by a lost node or kill -9 "
+                        "goes on from there (Ray Tune's retry, --resume); 0: none (overrides checkpoint_minutes, "
+                        "default 10)")
     p.add_argument("--report-every", type=non_negative_int, default=4, metavar="K",
                    help="rebuild the report after every K finished trials (0: only at the end; default 4)")
     p.add_argument("--no-report", dest="report", action="store_false",
@@ -42,6 +46,17 @@ def non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise ValueError(text)
+    return value
+
+
+def non_negative_number(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
     return value
 
 
@@ -79,5 +94,6 @@ def run(args: argparse.Namespace) -> int:
            storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,
            cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
            executor=args.executor, scheduler=args.scheduler, report=args.report, report_every=args.report_every,
+           checkpoint_minutes=args.checkpoint_minutes,
            command=["recipesearch", *sys.argv[1:]])
     return 0

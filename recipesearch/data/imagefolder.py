@@ -1,27 +1,32 @@
 """``imagefolder``: your own images, laid out as torchvision's ``ImageFolder`` expects.
 
 ``<root>/train/<class>/<image>`` and ``<root>/test/<class>/<image>`` (or ``val/`` instead of ``test/``);
-classes are the sorted sub-folder names of ``train/``. Every image is decoded once with PIL, converted to
-RGB (or to grayscale "L" with ``data.channels: 1``) and resized to ``data.image_size`` (default 32) square,
-then kept as uint8 tensors.
+classes are the sorted sub-folder names of ``train/``. Every image is decoded with PIL, converted to RGB
+(or to grayscale "L" with ``data.channels: 1``) and resized to ``data.image_size`` (default 32) square.
+Decoded once into the decode cache (``recipesearch/data/decode_cache.py``; ``data.cache: false`` skips
+it), then kept as uint8 tensors in memory or, when they would not fit (``data.in_memory``), read by rows
+while training (``recipesearch/data/source.py``): the only dataset that streams.
 Layout and extensions follow ``torchvision.datasets.folder`` (pytorch/vision).
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from recipesearch.data.registry import RawDataset, as_labels, register_dataset, spec_root
+from recipesearch.data.decode_cache import cache_key, cache_root, cached_sources, fingerprint
+from recipesearch.data.registry import RawDataset, as_labels, register_dataset, register_streaming, spec_root
+from recipesearch.data.source import MODES, FileSource, MemmapSource
 from recipesearch.data.spec import DataSpec
-from recipesearch.errors import DataNotFoundError, UserError
+from recipesearch.data.stream import materialize, read_all
+from recipesearch.errors import ConfigError, DataNotFoundError, UserError
 
 DEFAULT_SIZE = 32
 DEFAULT_CHANNELS = 3
-MODES = {1: "L", 3: "RGB"}  # data.channels -> PIL mode
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+__all__ = ["MODES", "ImageFolder", "decode_images", "list_images", "load_imagefolder", "materialize"]
 
 
 def list_images(split_dir: Path, class_to_idx: dict[str, int]) -> list[tuple[Path, int]]:
@@ -35,26 +40,69 @@ def list_images(split_dir: Path, class_to_idx: dict[str, int]) -> list[tuple[Pat
 
 
 def decode_images(
-    samples: list[tuple[Path, int]], size: int, channels: int = DEFAULT_CHANNELS
+    samples: list[tuple[Path, int]], size: int, channels: int = DEFAULT_CHANNELS, workers: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Images uint8 [N, channels, size, size] (RGB or grayscale, bilinear with antialiasing), labels int64 [N]."""
-    from PIL import Image
-
-    mode = MODES[channels]
-    out = np.empty((len(samples), size, size, channels), dtype=np.uint8)
-    for i, (path, _) in enumerate(samples):
-        try:
-            with Image.open(path) as img:
-                pixels = np.asarray(img.convert(mode).resize((size, size), Image.Resampling.BILINEAR))
-                out[i] = pixels.reshape(size, size, channels)
-        except OSError as exc:
-            raise UserError(f"imagefolder: cannot decode {path}: {exc}") from exc
-    images = torch.from_numpy(out).permute(0, 3, 1, 2).contiguous()
+    images = read_all(FileSource([p for p, _ in samples], size, channels), workers)
     return images, as_labels([label for _, label in samples])
 
 
-@register_dataset("imagefolder")
-def load_imagefolder(spec: DataSpec) -> RawDataset:
+@dataclass(frozen=True)
+class ImageFolder:
+    """An image folder listed but not decoded: enough to say how big it is decoded, and to open it."""
+
+    root: Path
+    classes: tuple[str, ...]
+    train: list[tuple[Path, int]]
+    test: list[tuple[Path, int]]
+    size: int
+    channels: int
+
+    @property
+    def count(self) -> int:
+        return len(self.train) + len(self.test)
+
+    @property
+    def decoded_bytes(self) -> int:
+        return self.count * self.channels * self.size * self.size
+
+    def open(self, cache: bool = True, workers: int = 0) -> RawDataset:
+        """The dataset with ``ImageSource`` splits: the decode cache's (decoding into it first on a miss), or
+        the files themselves with ``cache=False``. ``workers`` decode the one-off pass that fills the cache."""
+        train: FileSource | MemmapSource = FileSource([p for p, _ in self.train], self.size, self.channels)
+        test: FileSource | MemmapSource = FileSource([p for p, _ in self.test], self.size, self.channels)
+        mean = std = None
+        if cache:
+            fields = {"dataset": "imagefolder", "root": str(self.root.resolve()), "size": self.size,
+                      "channels": self.channels, "train": fingerprint(self.root, self.train),
+                      "test": fingerprint(self.root, self.test)}
+            try:
+                sources, meta = cached_sources(cache_key(fields), {"train": train, "test": test},
+                                               {**fields, "classes": list(self.classes)}, workers)
+            except OSError as exc:
+                raise ConfigError("data.cache", f"cannot write the decode cache under {cache_root()}: {exc}; free "
+                                                f"space there, point $RECIPESEARCH_CACHE elsewhere, or set "
+                                                f"data.cache: false") from None
+            train, test = sources["train"], sources["test"]
+            mean, std = tuple(meta["mean"]), tuple(meta["std"])
+        return RawDataset(
+            train_images=train,
+            train_labels=as_labels([label for _, label in self.train]),
+            test_images=test,
+            test_labels=as_labels([label for _, label in self.test]),
+            num_classes=len(self.classes),
+            class_names=self.classes,
+            hflip=True,  # the default; data.hflip: false for images whose mirror is another class
+            crop_padding=max(1, self.size // 8),  # 4 px at 32 px, as for CIFAR
+            native_size=self.size,
+            default_size=self.size,
+            mean=mean,
+            std=std,
+        )
+
+
+@register_streaming("imagefolder")
+def list_imagefolder(spec: DataSpec) -> ImageFolder:
     root = spec_root(spec)
     train_dir = root / "train"
     test_dir = next((root / s for s in ("test", "val") if (root / s).is_dir()), None)
@@ -72,19 +120,11 @@ def load_imagefolder(spec: DataSpec) -> RawDataset:
     if not train or not test:
         empty = train_dir if not train else test_dir
         raise DataNotFoundError(f"imagefolder: no images ({', '.join(EXTENSIONS)}) under {empty}; set data.root")
-    size = spec.image_size or DEFAULT_SIZE
-    channels = spec.channels or DEFAULT_CHANNELS
-    train_images, train_labels = decode_images(train, size, channels)
-    test_images, test_labels = decode_images(test, size, channels)
-    return RawDataset(
-        train_images=train_images,
-        train_labels=train_labels,
-        test_images=test_images,
-        test_labels=test_labels,
-        num_classes=len(classes),
-        class_names=tuple(classes),
-        hflip=True,  # the default; data.hflip: false for images whose mirror is another class
-        crop_padding=max(1, size // 8),  # 4 px at 32 px, as for CIFAR
-        native_size=size,
-        default_size=size,
-    )
+    return ImageFolder(root, tuple(classes), train, test, spec.image_size or DEFAULT_SIZE,
+                       spec.channels or DEFAULT_CHANNELS)
+
+
+@register_dataset("imagefolder")
+def load_imagefolder(spec: DataSpec) -> RawDataset:
+    """Decoded whole into uint8 tensors (through the decode cache unless ``data.cache: false``)."""
+    return materialize(list_imagefolder(spec).open(cache=spec.cache is not False, workers=spec.workers or 0))

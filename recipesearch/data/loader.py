@@ -2,15 +2,21 @@
 
 As in airbench (KellerJordan/cifar10-airbench): one ``randperm`` per epoch, index the uint8 tensor, crop
 and flip the uint8 batch (4x less memory traffic than float), then normalise to float32 in one op.
+Streamed data (``images`` an ``ImageSource``, ``recipesearch/data/source.py``) goes through the same code:
+the order, crops and flips are drawn identically, only each batch's uint8 images come from DataLoader
+workers reading ahead (``recipesearch/data/stream.py``) instead of from indexing a tensor, so a streamed
+run yields the same batches, bit for bit, as an in-memory one with the same seed.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from recipesearch.data.augment import Stats, normalize, normalize_params, random_crop, random_hflip
+from recipesearch.data.source import ImageSource, is_source
+from recipesearch.data.stream import Prefetcher
 
 if TYPE_CHECKING:
     from recipesearch.data.bundle import ImageTensors
@@ -28,7 +34,7 @@ class BatchLoader:
 
     def __init__(
         self,
-        images: torch.Tensor,
+        images: torch.Tensor | ImageSource,
         labels: torch.Tensor,
         batch_size: int,
         mean: Stats,
@@ -40,6 +46,7 @@ class BatchLoader:
         drop_last: bool = True,
         generator: torch.Generator | None = None,
         channels_last: bool = False,
+        workers: int = 0,  # streamed images only: DataLoader workers reading ahead (0: read in this process)
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -53,7 +60,11 @@ class BatchLoader:
         self.generator = generator
         self.channels_last = channels_last
         self.image_size = int(images.shape[-1])
-        self._params = normalize_params(mean, std, images.device)
+        self.device = labels.device  # where batches are produced: the images' (in memory) or the labels' (streamed)
+        self._params = normalize_params(mean, std, self.device)
+        self._stream = Prefetcher(images, workers, self.device) if is_source(images) else None
+        self._epoch_order: torch.Tensor | None = None  # the epoch under way (``position``)
+        self._next_batch = 0
 
     @classmethod
     def from_split(cls, split: ImageTensors, batch_size: int, mean: Stats, std: Stats, **kwargs: object) -> BatchLoader:
@@ -71,20 +82,36 @@ class BatchLoader:
     def _order(self) -> torch.Tensor | None:
         if not self.shuffle:
             return None
-        device = self.generator.device if self.generator is not None else self.images.device
+        device = self.generator.device if self.generator is not None else self.device
         perm = torch.randperm(self.num_samples, generator=self.generator, device=device)
-        return perm.to(self.images.device)
+        return perm.to(self.device)
 
     def __iter__(self) -> Iterator[Batch]:
-        order = self._order()
+        yield from self._epoch(self._order(), 0)
+
+    def position(self) -> dict[str, Any]:
+        """Where the epoch under way stands, for a mid-epoch checkpoint: its order, the index of the next
+        batch and the generator's state (after the last batch's crops and flips)."""
+        return {"order": self._epoch_order, "next_batch": self._next_batch,
+                "generator": self.generator.get_state() if self.generator is not None else None}
+
+    def resume(self, position: dict[str, Any]) -> Iterator[Batch]:
+        """The rest of the epoch that ``position()`` was taken in: the batches the first iterator would have
+        yielded next, bit for bit."""
+        if self.generator is not None and position.get("generator") is not None:
+            self.generator.set_state(position["generator"].cpu())  # a generator's state is a host tensor
+        order = position.get("order")
+        return self._epoch(order.to(self.device) if order is not None else None, int(position["next_batch"]))
+
+    def _epoch(self, order: torch.Tensor | None, start: int) -> Iterator[Batch]:
+        self._epoch_order, self._next_batch = order, start
         n, bs = self.num_samples, self.batch_size
-        for i in range(len(self)):
+        streamed = self._stream.batches(self._rows(order, start)) if self._stream is not None else None
+        for i in range(start, len(self)):
             stop = min((i + 1) * bs, n)
-            if order is None:
-                x, y = self.images[i * bs : stop], self.labels[i * bs : stop]
-            else:
-                idx = order[i * bs : stop]
-                x, y = self.images[idx], self.labels[idx]
+            idx = slice(i * bs, stop) if order is None else order[i * bs : stop]
+            x = next(streamed) if streamed is not None else self.images[idx]
+            y = self.labels[idx]
             if self.augment:
                 x = random_crop(x, self.crop_padding, self.generator)
                 if self.hflip:
@@ -92,7 +119,15 @@ class BatchLoader:
             x = normalize(x, self.mean, self.std, self._params)
             if self.channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
+            self._next_batch = i + 1
             yield x, y
+
+    def _rows(self, order: torch.Tensor | None, start: int) -> list[torch.Tensor]:
+        """The rows of batches ``start..`` of an epoch, as host index tensors (one copy of ``order`` to the
+        host per epoch: on CUDA that is one sync per epoch, not per step)."""
+        n, bs = self.num_samples, self.batch_size
+        order = order.cpu() if order is not None else torch.arange(n)
+        return [order[i * bs : min((i + 1) * bs, n)] for i in range(start, len(self))]
 
 
 def eval_batches(
@@ -102,11 +137,12 @@ def eval_batches(
     mean: Stats,
     std: Stats,
     channels_last: bool = False,
+    workers: int = 0,
 ) -> Iterator[Batch]:
     """Every sample once, in order, normalised, without augmentation (last batch may be smaller)."""
     return iter(
         BatchLoader(
             images, labels, batch_size, mean, std,
-            augment=False, shuffle=False, drop_last=False, channels_last=channels_last,
+            augment=False, shuffle=False, drop_last=False, channels_last=channels_last, workers=workers,
         )
     )

@@ -11,10 +11,11 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from recipesearch.data.source import ImageSource
 from recipesearch.errors import UserError
 
 if TYPE_CHECKING:
@@ -31,9 +32,9 @@ class RawDataset:
     ``mean``/``std`` are per channel in 0..1 units; ``None`` means "compute from the training images".
     """
 
-    train_images: torch.Tensor  # uint8 [N, C, H, W]
+    train_images: torch.Tensor | ImageSource  # uint8 [N, C, H, W], or a source of them (streamed)
     train_labels: torch.Tensor  # int64 [N]
-    test_images: torch.Tensor  # uint8 [M, C, H, W]
+    test_images: torch.Tensor | ImageSource  # uint8 [M, C, H, W], or a source of them
     test_labels: torch.Tensor  # int64 [M]
     num_classes: int
     class_names: tuple[str, ...]
@@ -53,7 +54,10 @@ class RawDataset:
             ("train", self.train_images, self.train_labels),
             ("test", self.test_images, self.test_labels),
         ):
-            if images.dtype != torch.uint8 or images.dim() != 4:
+            if isinstance(images, ImageSource):
+                if len(images.shape) != 4:
+                    raise ValueError(f"{split} source must give [N,C,H,W] images, got {images.shape}")
+            elif images.dtype != torch.uint8 or images.dim() != 4:
                 raise ValueError(f"{split} images must be uint8 [N,C,H,W], got {images.dtype} {tuple(images.shape)}")
             if labels.dtype != torch.int64 or labels.shape != images.shape[:1]:
                 raise ValueError(f"{split} labels must be int64 [N] matching the images, got {labels.dtype}")
@@ -73,6 +77,27 @@ def register_dataset(name: str) -> Callable[[Loader], Loader]:
         return loader
 
     return decorator
+
+
+Lister = Callable[["DataSpec"], Any]
+_STREAMING: dict[str, Lister] = {}
+
+
+def register_streaming(name: str) -> Callable[[Lister], Lister]:
+    """Decorator: ``lister(spec)`` lists dataset ``name`` without decoding it, returning an object with
+    ``count``, ``size``, ``decoded_bytes`` and ``open(cache, workers) -> RawDataset`` whose splits are image
+    sources: the datasets that can stream (``data.in_memory``)."""
+
+    def decorator(lister: Lister) -> Lister:
+        _STREAMING[name] = lister
+        return lister
+
+    return decorator
+
+
+def get_streaming(name: str) -> Lister | None:
+    """The lister of a dataset that can stream, else None (it is decoded whole by its loader)."""
+    return _STREAMING.get(name)
 
 
 def list_datasets() -> list[str]:

@@ -5,11 +5,16 @@ layer turns them into ``file:line: data.<field>: <message>``.
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from recipesearch.data.registry import list_datasets
 
 CHANNELS_DATASETS = ("imagefolder",)  # datasets that convert their images to ``channels``
+STREAMING_DATASETS = ("imagefolder",)  # datasets that can be read by rows while training (data.in_memory)
+# Fields that decide how the data is held, never what it is: left out of Recipe.id (recipesearch/recipe.py).
+RUNTIME_FIELDS = ("in_memory", "cache", "workers")
 
 
 class DataSpec(BaseModel):
@@ -37,6 +42,15 @@ class DataSpec(BaseModel):
     crop_padding: int | None = None
     channels: int | None = None  # imagefolder only: 1 = grayscale ("L"), 3 = RGB; None = 3
     download: bool = False  # allow torchvision to download a missing dataset
+    # Decoded images in memory (on the training device), or streamed from disk by DataLoader workers?
+    # auto (None) streams when they would take more than half of the host's (or the GPU's) memory; true
+    # refuses such a size; false always streams (imagefolder only). Same batches either way.
+    in_memory: bool | Literal["auto"] | None = None
+    # imagefolder: keep the decoded images on disk under $RECIPESEARCH_CACHE (decoded once per machine);
+    # None = true. false decodes on every load and, when streaming, decodes every batch again.
+    cache: bool | None = None
+    # DataLoader workers that read (decode) streamed batches; None = min(4, the trial's threads).
+    workers: int | None = None
 
     @field_validator("name")
     @classmethod
@@ -79,6 +93,24 @@ class DataSpec(BaseModel):
     def _crop_padding_range(cls, value: int | None) -> int | None:
         if value is not None and not 0 <= value <= 512:
             raise ValueError(f"must be between 0 and 512 pixels (0 = no crop, null = the dataset's), got {value}")
+        return value
+
+    @field_validator("in_memory", mode="before")
+    @classmethod
+    def _in_memory_streams(cls, value: object, info: ValidationInfo) -> object:
+        if not (value is None or isinstance(value, bool) or value == "auto"):
+            raise ValueError(f"must be auto, true or false, got {value!r}")
+        name = info.data.get("name")
+        if value is False and name is not None and name not in STREAMING_DATASETS:
+            raise ValueError(f"false streams {', '.join(STREAMING_DATASETS)} only; {name} is decoded whole into "
+                             f"memory (use auto or true)")
+        return value
+
+    @field_validator("workers")
+    @classmethod
+    def _workers_range(cls, value: int | None) -> int | None:
+        if value is not None and not 0 <= value <= 64:
+            raise ValueError(f"must be between 0 and 64 (0 = read in the training process), got {value}")
         return value
 
     @field_validator("channels")

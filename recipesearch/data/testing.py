@@ -102,3 +102,22 @@ def write_imagefolder(root: Path, test_dir: str = "test", size: int = 12) -> dic
             for k in range(count):
                 Image.new("RGB", (size + k, size), rgb).save(folder / f"{k}.png")
     return colours
+
+
+NOISE_CLASSES = ("a", "b", "c")
+
+
+def write_noise_imagefolder(root: Path, train: int = 12, test: int = 4, side: int = 20, seed: int = 0) -> Path:
+    """Random RGB PNGs of ``side`` px, ``train``/``test`` per class under train/<c>/ and test/<c>/, each
+    class with one channel darker (a signal to learn); returns ``root``."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for split, count in (("train", train), ("test", test)):
+        for cls in NOISE_CLASSES:
+            (root / split / cls).mkdir(parents=True, exist_ok=True)
+            for k in range(count):
+                pixels = rng.integers(0, 256, (side, side, 3), dtype=np.uint8)
+                pixels[..., NOISE_CLASSES.index(cls)] //= 4  # a learnable signal: one channel darker per class
+                Image.fromarray(pixels).save(root / split / cls / f"{k}.png")
+    return root

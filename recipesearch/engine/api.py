@@ -66,6 +66,7 @@ def search(
     report: bool = True,
     report_every: int = 4,
     command: list[str] | None = None,
+    checkpoint_minutes: float | None = None,
 ) -> SearchResult:
     """Run (or with ``resume=True`` continue) a recipe search; return its ``SearchResult``.
 
@@ -73,7 +74,8 @@ def search(
     non-empty one needs ``resume`` or ``force``. ``address``: join that Ray cluster instead of starting a
     local Ray. ``storage``: an Optuna RDB URL instead of ``sqlite:///OUT/study.db``. ``trials``,
     ``concurrency``, ``cpus_per_trial`` and ``gpus_per_trial`` (a number or "auto") override the space's
-    values; ``scheduler`` the space's ``scheduler.name``. ``executor``: "ray" (trials on Ray Tune) or "inprocess"
+    values; ``scheduler`` the space's ``scheduler.name``; ``checkpoint_minutes`` the space's (0: no checkpoints).
+    ``executor``: "ray" (trials on Ray Tune) or "inprocess"
     (no Ray: one trial after another in this process). ``report``: build the HTML report every
     ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
     before anything is written or started.
@@ -92,7 +94,7 @@ def search(
     options = SearchOptions(out=Path(out), resume=resume, force=force, address=address, storage=storage,
                             quiet=quiet, trials=trials, concurrency=concurrency, cpus_per_trial=cpus_per_trial,
                             gpus_per_trial=gpus_per_trial, executor=executor,  # type: ignore[arg-type]
-                            scheduler=scheduler,
+                            scheduler=scheduler, checkpoint_minutes=checkpoint_minutes,
                             report=report, report_every=report_every,
                             command=command or _api_command(loaded, out))
     df = SearchDriver(loaded, options).run()

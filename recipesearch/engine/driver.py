@@ -83,6 +83,7 @@ class SearchOptions:
     gpus_per_trial: float | str | None = None  # overrides space.resources.gpus (a number or "auto")
     executor: Literal["ray", "inprocess"] = "ray"  # inprocess: no Ray, trials one after another here
     scheduler: str | None = None  # overrides space.scheduler.name (fifo, moasha, promote, moasha+promote)
+    checkpoint_minutes: float | None = None  # overrides space.checkpoint_minutes (0: no checkpoints)
     report: bool = True  # build the report (recipesearch.report) at the end, and during the search
     report_every: int = 4  # rebuild the report after this many finished trials (0: only at the end)
     # ... but at most this often: a build is ~4 s of CPU that would compete with the trials being timed
@@ -101,6 +102,10 @@ def _resources(space: SearchSpace, options: SearchOptions) -> Resources:
         raise UserError(f"--cpus-per-trial must be a number > 0, not {cpus!r}")
     if gpus is not None and gpus_problem(gpus):
         raise UserError(f"--gpus-per-trial: {gpus_problem(gpus)}")
+    workers = space.resources.workers
+    if gpus is not None and workers > 1 and gpus not in ("auto", 0, 1):
+        raise UserError(f"--gpus-per-trial: with resources.workers {workers} it is each worker's, and a worker "
+                        f"trains on one device: auto, 0 or 1, not {gpus!r}")
     return space.resources.override(cpus=cpus, gpus=gpus)
 
 
@@ -122,9 +127,17 @@ class SearchDriver:
             if options.scheduler not in SCHEDULERS:
                 raise UserError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, not {options.scheduler!r}")
             self.space = space = space.with_scheduler(name=options.scheduler)
+        minutes = options.checkpoint_minutes
+        if minutes is not None:
+            if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 <= minutes < float("inf"):
+                raise UserError(f"--checkpoint-minutes must be a number >= 0 (0: no checkpoints), not {minutes!r}")
+            self.space = space = space.with_checkpoint_minutes(minutes)
         self.trial_resources: TrialResources | None = None  # resolved once Ray is up
         if options.executor not in EXECUTORS:
             raise UserError(f"--executor must be one of {', '.join(EXECUTORS)}, not {options.executor!r}")
+        if options.executor == "inprocess" and self.resources.workers > 1:
+            raise UserError(f"--executor inprocess trains one process; resources.workers "
+                            f"{self.resources.workers} needs the Ray executor")
         if options.executor == "inprocess" and options.address:
             raise UserError("--executor inprocess trains in this process; it cannot use --address")
         if ui is None:
@@ -168,7 +181,8 @@ class SearchDriver:
             if self.ray is not None:
                 base_device = str(space.fixed.get("device", space.base.device))
                 self.trial_resources = resolve_resources(self.resources, self.ray.cluster_gpus(), base_device)
-                cluster = self.ray.check_resources(self.trial_resources.cpus, self.trial_resources.gpus)
+                cluster = self.ray.check_resources(self.trial_resources.cpus, self.trial_resources.gpus,
+                                                   self.trial_resources.workers)
             # 2) the run dir and the study
             resuming = run.prepare(space, opts.resume, opts.force)
             url = opts.storage or run.default_storage()
@@ -188,6 +202,7 @@ class SearchDriver:
             self.log.start(command=opts.command, space=space, storage=url, ray_address=address,
                            n_trials=self.n_trials, run_dir=run.root, executor=opts.executor)
             self.log.update(cluster=cluster, concurrency=self.concurrency, scheduler=asdict(space.scheduler),
+                            checkpoint_minutes=space.checkpoint_minutes,
                             trial_resources=self.trial_resources.as_dict() if self.trial_resources else None)
             self._write_csv()
             done = self.loop.finished()
@@ -225,15 +240,19 @@ class SearchDriver:
 
     def _executor(self) -> Any:
         if self.ray is None:
+            from recipesearch.engine.checkpoints import CheckpointStore
             from recipesearch.engine.executors import InProcess
 
-            return InProcess(concurrency=1)  # one process trains one trial at a time
+            # one process trains one trial at a time; checkpoints in the run directory
+            return InProcess(concurrency=1, checkpoints=CheckpointStore(self.run_dir.root / "checkpoints"))
         from recipesearch.engine.ray_tune import RayTune
 
         session = len(self.log.data.get("sessions", [])) if self.log else 0
         shape = self.trial_resources
         assert shape is not None  # resolved in run() as soon as Ray was up
-        resources = {"cpu": shape.cpus, "gpu": shape.gpus}
+        from recipesearch.engine.ranks import tune_resources
+
+        resources = tune_resources(shape.cpus, shape.gpus, shape.workers)  # one bundle per worker
         return RayTune(self.run_dir.ray_dir, resources, self.concurrency, session, self.space.max_failures)
 
     def _on_message(self, text: str) -> None:

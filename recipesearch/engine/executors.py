@@ -8,24 +8,34 @@ trials on a Ray cluster.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.engine.loop import Proposal, SearchLoop
 
 
-def train_proposal(proposal: Proposal) -> dict[str, Any]:
-    """Train the proposal's recipe in this process (the same function a Ray trial runs)."""
+def train_proposal(proposal: Proposal, checkpoints: CheckpointStore | None = None) -> dict[str, Any]:
+    """Train the proposal's recipe in this process (the same function a Ray trial runs). With ``checkpoints``
+    (and ``config["checkpoint_seconds"]``) the trial checkpoints into that store, in Tune's layout, and a
+    re-run goes on from its predecessor's latest checkpoint."""
     from recipesearch.engine.trial import run_recipe
 
-    return run_recipe(proposal.config, on_rung=proposal.on_rung)
+    where: dict[str, Any] = {}
+    if checkpoints is not None and proposal.config.get("checkpoint_seconds"):
+        trial_dir = checkpoints.root / "inprocess" / f"trial_{proposal.number:05d}_local"
+        where["checkpoint_dir"] = trial_dir / "checkpoint_000000"
+        where["resume_from"] = checkpoints.latest(proposal.config.get("resume_of") or [])
+    return run_recipe(proposal.config, on_rung=proposal.on_rung, **where)
 
 
 class InProcess:
     name = "inprocess"
 
-    def __init__(self, objective: Callable[[Proposal], dict[str, Any] | None] = train_proposal,
-                 concurrency: int = 1):
-        self.objective, self.concurrency = objective, max(1, int(concurrency))
+    def __init__(self, objective: Callable[[Proposal], dict[str, Any] | None] | None = None,
+                 concurrency: int = 1, checkpoints: CheckpointStore | None = None):
+        self.objective = objective or partial(train_proposal, checkpoints=checkpoints)
+        self.concurrency, self.checkpoints = max(1, int(concurrency)), checkpoints
 
     def run(self, loop: SearchLoop) -> None:
         # One round asks at most the trials still to run, as Tune's num_samples does: trials that come
@@ -42,4 +52,7 @@ class InProcess:
             if not batch:
                 return  # DONE, or WAIT with nothing of ours in flight: the round is over
             for proposal in batch:
-                loop.tell(proposal, self.objective(proposal))
+                result = self.objective(proposal)
+                loop.tell(proposal, result)
+                if result and self.checkpoints is not None:  # finished: its checkpoints are done with
+                    self.checkpoints.forget([proposal.number, *(proposal.config.get("resume_of") or [])])

@@ -78,6 +78,13 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
         # eval_seconds (flip TTA doubles it) and rung_seconds (evaluations at rungs) are outside train_seconds
         if finite(result.get(key)):
             attrs[key] = float(result[key])
+    if finite(result.get("checkpoint_seconds")) and result.get("checkpoints"):  # outside train_seconds
+        attrs["checkpoint_seconds"] = float(result["checkpoint_seconds"])
+    for key in ("checkpoints", "resumes"):  # resumes: segments - 1 (train_seconds sums the segments)
+        if finite(result.get(key)) and result[key]:
+            attrs[key] = int(result[key])
+    if result.get("resumes") and finite(result.get("resume_gap_seconds")):  # lost work + restart, wall clock
+        attrs["resume_gap_seconds"] = float(result["resume_gap_seconds"])
     for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
         if finite(result.get(key)):
             attrs[key] = int(result[key])
@@ -87,6 +94,11 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
             attrs[key] = str(result[key])
     if isinstance(result.get("gpu_ids"), list):  # the GPUs Ray assigned the trial ([] for none)
         attrs["gpu_ids"] = [i if isinstance(i, int) else str(i) for i in result["gpu_ids"]]
+    if finite(result.get("workers")) and result["workers"] > 1:  # data-parallel: each rank's node and GPUs
+        attrs["workers"] = int(result["workers"])
+        for key in ("worker_nodes", "worker_gpu_ids"):
+            if isinstance(result.get(key), list):
+                attrs[key] = result[key]
     error = result.get("error") or crash
     if not error and not result:
         error = "the trial reported no result"
@@ -283,6 +295,11 @@ class SearchLoop:
         trial = self.study.ask()  # pops a queued (WAITING) trial first
         config: dict[str, Any] = {"number": trial.number, "recipe": None, "error": None,
                                   "threads": space.threads_per_trial}
+        if space.checkpoint_minutes:
+            config["checkpoint_seconds"] = 60.0 * space.checkpoint_minutes
+            # a re-run of an interrupted or lost trial goes on from its predecessors' latest checkpoint,
+            # which the executor finds (engine/checkpoints.py): the trials it re-runs, latest first
+            config["resume_of"] = st.rerun_chain(self.trials(), trial.user_attrs.get(st.REQUEUED_FROM))
         try:
             params = space.suggest(trial)
         except Exception as exc:  # noqa: BLE001 - a broken define-by-run walk fails this trial only
@@ -326,7 +343,9 @@ class SearchLoop:
         fraction, acc, secs = float(report["rung"]), report.get("rung_accuracy"), report.get("train_seconds")
         if not (finite(acc) and finite(secs)):
             return True  # nothing to rank on: the trial's end will tell
-        reported = [*(trial.user_attrs.get(st.RUNGS) or []), [fraction, float(acc), float(secs)]]
+        # a trial resumed from a checkpoint reports again the rungs it passed after that checkpoint: the latest counts
+        reported = [r for r in trial.user_attrs.get(st.RUNGS) or [] if r[0] != fraction]
+        reported.append([fraction, float(acc), float(secs)])
         trial.set_user_attr(st.RUNGS, reported)
         if not self.space.scheduler.prunes or proposal.attrs.get(st.STAGE) != st.SEARCH \
                 or proposal.attrs.get("is_baseline"):  # a sampled base recipe is a baseline run: never stopped
@@ -420,7 +439,8 @@ class SearchLoop:
         trial = proposal.trial
         split_key = "val_accuracy" if self.space.metric_split == "val" else "accuracy"
         rung_values = {k: result[k] for k in ("train_seconds", "rung_eval_seconds", "rung_seconds", "wall_seconds",
-                                                "threads", "node", "hardware", "assigned_device", "gpu_ids")
+                                                "threads", "node", "hardware", "assigned_device", "gpu_ids",
+                                                "workers", "worker_nodes", "worker_gpu_ids")
                        if k in result}
         attrs, _ = outcome(self.space, {**rung_values, split_key: result.get("rung_accuracy")}, None)
         attrs.pop("error", None)

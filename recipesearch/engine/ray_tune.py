@@ -26,6 +26,7 @@ from ray import tune
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from ray.tune.search import Searcher
 
+from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
 from recipesearch.engine.trial import trainable
 from recipesearch.errors import UserError
@@ -51,9 +52,9 @@ _TUNE_ENV = {
 class LoopSearcher(Searcher):
     """Tune asks the loop for configs and tells it each trial's last result."""
 
-    def __init__(self, loop: SearchLoop, crash_notes: dict[str, str]):
+    def __init__(self, loop: SearchLoop, crash_notes: dict[str, str], checkpoints: CheckpointStore | None = None):
         super().__init__()
-        self.loop, self.crash_notes = loop, crash_notes
+        self.loop, self.crash_notes, self.checkpoints = loop, crash_notes, checkpoints
         self.proposals: dict[str, Proposal] = {}
         self.pruned: set[str] = set()  # trials the scheduler stopped at a rung
 
@@ -67,6 +68,11 @@ class LoopSearcher(Searcher):
         if proposal == WAIT:
             return None
         self.proposals[trial_id] = proposal
+        chain = proposal.config.get("resume_of")
+        if chain and self.checkpoints is not None:  # a re-run: on from its predecessor's latest checkpoint
+            latest = self.checkpoints.latest(chain)
+            if latest is not None:
+                proposal.config["resume_from"] = str(latest)
         return proposal.config
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
@@ -77,7 +83,11 @@ class LoopSearcher(Searcher):
         if trial_id in self.pruned and not error:  # its last result is the rung it was stopped at
             self.pruned.discard(trial_id)
             result = {**(result or {}), "pruned": True}
+        elif result and "checkpoint_step" in result and not error:
+            result = None  # stopped after a checkpoint report, before its final one: interrupted, not failed
         self.loop.tell(proposal, result, crash)
+        if result and not error and self.checkpoints is not None:  # finished: its checkpoints are done with
+            self.checkpoints.forget([proposal.number, *(proposal.config.get("resume_of") or [])])
 
     def on_rung(self, trial_id: str, result: dict[str, Any]) -> bool:
         """A trial's rung report: the loop decides whether it goes on (``SearchLoop.report_rung``)."""
@@ -158,6 +168,9 @@ def summarise_error(text: str) -> str:
     if not lines:
         return "the trial's worker process died"
     flat = " ".join(lines)
+    peer = re.search(r"WorkerLost: (.*)", flat)  # a multi-worker trial's other rank died (engine/ranks.py)
+    if peer:
+        return f"worker lost: {peer.group(1)}"[:300]
     if "OutOfMemoryError" in flat or "low on memory" in flat:
         usage = re.search(r"was ([\d.]+\s*[KMGT]?B) used / ([\d.]+\s*[KMGT]?B)", flat)
         return ("out of memory: Ray's memory monitor killed the trial's worker"
@@ -214,7 +227,7 @@ class RayTune:
 
     name = "ray"
 
-    def __init__(self, storage_path: Path, resources: dict[str, float], concurrency: int, session: int,
+    def __init__(self, storage_path: Path, resources: Any, concurrency: int, session: int,
                  max_failures: int = 2):
         self.storage_path, self.resources, self.concurrency = storage_path, resources, concurrency
         self.session, self.max_failures = session, max_failures
@@ -222,7 +235,7 @@ class RayTune:
     def run(self, loop: SearchLoop) -> None:
         _memory_kills_are_actor_deaths()
         notes: dict[str, str] = {}
-        searcher = LoopSearcher(loop, notes)
+        searcher = LoopSearcher(loop, notes, CheckpointStore(self.storage_path))
         tuner = tune.Tuner(
             tune.with_resources(trainable, self.resources),
             tune_config=tune.TuneConfig(search_alg=searcher, scheduler=CrashNotes(notes, searcher.on_retry,
@@ -234,8 +247,10 @@ class RayTune:
                                       name=f"session-{self.session}-{time.strftime('%H%M%S')}", verbose=0,
                                       log_to_file=True,
                                       # A trial whose worker died (node lost, killed for memory) runs again
-                                      # from its start; a trial's own failure is a result, never an error.
-                                      failure_config=tune.FailureConfig(max_failures=self.max_failures)),
+                                      # (a trial's own failure is a result, never an error) ...
+                                      failure_config=tune.FailureConfig(max_failures=self.max_failures),
+                                      # ... from its latest checkpoint, where it has one (engine/trial.py)
+                                      checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
         )
         # Tune's result grid looks for per-trial result files we do not write (the study has the results).
         logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
@@ -333,8 +348,9 @@ class RayHandle:
         """GPUs in the whole Ray cluster (what ``resources.gpus: auto`` is resolved on)."""
         return float(ray.cluster_resources().get("GPU", 0.0))
 
-    def check_resources(self, cpus: float, gpus: float) -> dict[str, float]:
-        """Refuse a trial shape the cluster can never schedule (Tune would wait for ever)."""
+    def check_resources(self, cpus: float, gpus: float, workers: int = 1) -> dict[str, float]:
+        """Refuse a trial shape the cluster can never schedule (Tune would wait for ever); with ``workers``,
+        ``cpus`` and ``gpus`` are each worker's (one placement-group bundle each, on any nodes)."""
         total = ray.cluster_resources()
         have_cpu, have_gpu = total.get("CPU", 0.0), total.get("GPU", 0.0)
         nodes = [n for n in ray.nodes() if n.get("Alive")]
@@ -346,6 +362,10 @@ class RayHandle:
         if gpus > biggest_gpu:
             raise UserError(f"resources.gpus (or --gpus-per-trial): a trial asks for {gpus:g} GPUs; the Ray "
                             f"cluster has {'none' if not have_gpu else f'at most {biggest_gpu:g} per node'}")
+        if workers > 1 and (workers * cpus > have_cpu or workers * gpus > have_gpu):
+            raise UserError(f"resources.workers: {workers} workers of {cpus:g} CPUs and {gpus:g} GPUs each need "
+                            f"{workers * cpus:g} CPUs and {workers * gpus:g} GPUs; the Ray cluster has "
+                            f"{have_cpu:g} CPUs and {have_gpu:g} GPUs")
         return {"CPU": have_cpu, "GPU": have_gpu, "nodes": float(len(nodes))}
 
     def stop(self) -> None:

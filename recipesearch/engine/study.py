@@ -410,6 +410,17 @@ def rerun_params(t: FrozenTrial) -> dict[str, Any]:
     return queued_params(t) or (dict(t.params) if "algorithms" in t.user_attrs else {})
 
 
+def rerun_chain(trials: Sequence[FrozenTrial], number: int | None) -> list[int]:
+    """The trial ``number`` and the trials it re-ran in turn (``REQUEUED_FROM``), latest first: a re-run's
+    checkpoints are more advanced than its predecessor's."""
+    by_number = {t.number: t for t in trials}
+    chain: list[int] = []
+    while number is not None and int(number) not in chain:
+        chain.append(int(number))
+        number = by_number[int(number)].user_attrs.get(REQUEUED_FROM) if int(number) in by_number else None
+    return chain
+
+
 def recover_interrupted(study: optuna.Study, storage: optuna.storages.BaseStorage) -> int:
     """Mark the RUNNING trials a killed driver left behind as interrupted and enqueue them again.
 

@@ -20,17 +20,35 @@ The device: a recipe with ``device: auto`` trains on the GPU Ray assigned the tr
 Ray sets CUDA_VISIBLE_DEVICES, so "cuda" is that GPU) and on the CPU when it was given none; the ids are
 recorded (``gpu_ids``, ``assigned_device``).
 
+Checkpoints (``config["checkpoint_seconds"]``, from the space's ``checkpoint_minutes``): the trainer writes
+one into a local folder every so many seconds (``Trainer``; paused out of train_seconds) and the trial hands
+it to Tune with ``tune.report({"checkpoint_step": ...}, checkpoint=Checkpoint.from_directory(folder))``, which
+copies it to the trial's folder in Tune's storage before it returns. A trial Tune starts again after its
+worker died (``FailureConfig``) finds its latest one with ``tune.get_checkpoint()`` and goes on from it; a
+trial the driver queued again (``--resume`` after kill -9, or a lost worker past Tune's retries) gets the
+path of its predecessor's latest one as ``config["resume_from"]`` (engine/checkpoints.py). The trainer
+restores only a checkpoint of the same recipe; ``train_seconds`` is the sum of the segments.
+
+Multi-worker trials (``resources.workers`` > 1, ``engine/ranks.py``): Tune reserves one placement-group bundle
+per worker; this trial is rank 0 and starts the other ranks in its other bundles, every rank runs
+``run_recipe`` with ``config["rendezvous"]`` (its torch process group), and rank 0's result, with each rank's
+node and GPU ids, is the trial's. Rank 0's checkpoint holds every rank's state (``train/distributed_checkpoint.py``):
+it is reported and restored as a one-worker trial's.
+
 Per-trial overhead: Tune reuses the actor between trials (``reuse_actors=True``), and this module's
 imports (torch, the trainer) plus ``load_data``'s per-process cache mean only the first trial on an
 actor pays for importing and decoding the dataset.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -64,16 +82,35 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}{where}"
 
 
-def run_recipe(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+def run_recipe(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | None = None,
+               on_checkpoint: Callable[[Path, dict[str, Any]], None] | None = None,
+               checkpoint_dir: str | Path | None = None, resume_from: str | Path | None = None) -> dict[str, Any]:
     """Train the trial's recipe; return the metrics to report (or a failure record, or a pruned one).
 
     ``wall_seconds`` (the whole call: validation, data, model, training, evaluation) next to
     ``train_seconds`` shows the per-trial overhead. ``on_rung`` gets each rung's report (module docstring).
+    With ``config["checkpoint_seconds"]`` the trainer writes ``checkpoint_dir/trainer.pt`` that often (a
+    temporary folder when none is given) and calls ``on_checkpoint(path, info)``; ``resume_from`` (else
+    ``config["resume_from"]``) is the checkpoint to go on from.
     """
     start = time.perf_counter()
-    out = _run(config, on_rung)
+    every = config.get("checkpoint_seconds")
+    with contextlib.ExitStack() as stack:
+        if every and checkpoint_dir is None:
+            checkpoint_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="recipesearch-checkpoint-"))
+        checkpoints = {"checkpoint_every": float(every), "checkpoint_dir": checkpoint_dir} if every else {}
+        if on_checkpoint is not None:  # a multi-worker trial's peer has no interval of its own: rank 0's counts
+            checkpoints["on_checkpoint"] = on_checkpoint
+        resume = resume_from or config.get("resume_from")
+        out = _run(config, on_rung, {**checkpoints, **({"resume_from": resume} if resume else {})})
     out["wall_seconds"] = time.perf_counter() - start
     return out
+
+
+def checkpoint_report(info: dict[str, Any]) -> dict[str, Any]:
+    """What a trial reports with a checkpoint: no ``rung`` (the scheduler lets it pass), NaN metrics."""
+    return {**{m: math.nan for m in METRICS}, "checkpoint_step": info["step"],
+            "train_seconds": info["train_seconds"], "error": None}
 
 
 def rung_report(report: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +121,8 @@ def rung_report(report: dict[str, Any]) -> dict[str, Any]:
             **({"rung_seconds": report["rung_seconds"]} if "rung_seconds" in report else {})}
 
 
-def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | None = None,
+         checkpoints: dict[str, Any] | None = None) -> dict[str, Any]:
     if config.get("error"):
         return _failure(config["error"])
     threads = int(config.get("threads") or 1)
@@ -100,7 +138,8 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
         trainer_rungs = {"rungs": rungs, "rung_split": config.get("rung_split", "val"), "on_rung": report_rung}
     try:
         recipe = recipe_from_dict(config["recipe"], source=f"trial {config.get('number')}")
-        result = fit(recipe, **trainer_rungs)
+        with _process_group(config.get("rendezvous")):  # a rank of a multi-worker trial (engine/ranks.py)
+            result = fit(recipe, **trainer_rungs, **(checkpoints or {}))
     except TrialPruned as stop:
         return {**rung_report(stop.report), "pruned": True, "threads": torch.get_num_threads()}
     except Exception as exc:  # noqa: BLE001 - every failure is a result here, the search goes on
@@ -110,22 +149,36 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
             torch.cuda.empty_cache()  # a failed or finished trial must not keep memory from the next
     metrics = {m: getattr(result, m) for m in METRICS}
     metrics["val_accuracy"] = math.nan if result.val_accuracy is None else result.val_accuracy
-    if not (math.isfinite(result.accuracy) and math.isfinite(result.train_seconds)):
+    evaluated = int((config.get("rendezvous") or {}).get("rank", 0)) == 0  # a multi-worker trial's rank 0 evaluates
+    if evaluated and not (math.isfinite(result.accuracy) and math.isfinite(result.train_seconds)):
         return {**metrics, "error": f"non-finite result: accuracy {result.accuracy}, "
                                     f"train_seconds {result.train_seconds}"}
     return {**metrics, "error": None, "steps": result.steps, "device": result.device,
-            "rung_seconds": result.rung_seconds,
-            "hardware": hardware_class(str(result.device)),
+            "rung_seconds": result.rung_seconds, "checkpoint_seconds": result.checkpoint_seconds,
+            "checkpoints": result.checkpoints, "resumes": result.resumes,
+            "resume_gap_seconds": result.resume_gap_seconds,
+            "hardware": hardware_class(str(result.device)), "workers": result.workers,
             "threads": result.threads, "warnings": "; ".join(result.warnings)}
+
+
+def _process_group(rendezvous: dict[str, Any] | None) -> contextlib.AbstractContextManager:
+    """The torch process group of a multi-worker trial's rank (``train/distributed.py``); nothing else."""
+    if not rendezvous:
+        return contextlib.nullcontext()
+    from recipesearch.train.distributed import Rendezvous, process_group
+
+    return process_group(Rendezvous(**rendezvous))
 
 
 # Fault injection for the reliability tests (a worker killed by the kernel, or by Ray's memory monitor):
 # ``{"trial": 3, "fault": "sigkill" | "allocate", "gib": 4, "once": "/tmp/marker"}`` as JSON. With ``once``
-# the fault strikes the first attempt only (the marker file remembers it across worker processes).
+# the fault strikes the first attempt only (the marker file remembers it across worker processes). With
+# ``"after_checkpoint": k`` it strikes right after the trial's k-th checkpoint (of this attempt) reached Tune,
+# not at the start. With ``"rank": r`` it strikes rank r of a multi-worker trial (engine/ranks.py) only.
 FAULT_ENV = "RECIPESEARCH_TEST_FAULT"
 
 
-def _inject_fault(config: dict[str, Any]) -> None:
+def _inject_fault(config: dict[str, Any], checkpoints: int | None = None) -> None:
     spec = os.environ.get(FAULT_ENV)
     if not spec:
         return
@@ -134,6 +187,10 @@ def _inject_fault(config: dict[str, Any]) -> None:
 
     fault = json.loads(spec)
     if int(fault.get("trial", -1)) != int(config.get("number", -2)):
+        return
+    if int(fault.get("rank", 0)) != int((config.get("rendezvous") or {}).get("rank", 0)):  # multi-worker trials
+        return
+    if fault.get("after_checkpoint") is not None and checkpoints != int(fault["after_checkpoint"]):
         return
     once = fault.get("once")
     if once:
@@ -209,6 +266,14 @@ def _gpu_ids() -> list[Any]:
     return [int(i) if str(i).isdigit() else str(i) for i in ray.get_gpu_ids()]
 
 
+def _bundles() -> list[dict[str, float]]:
+    """The bundles Tune reserved for this trial, one per worker (``engine/ranks.py``)."""
+    import ray
+
+    pg = ray.util.get_current_placement_group()
+    return list(pg.bundle_specs) if pg is not None else []
+
+
 def trainable(config: dict[str, Any]) -> None:
     """Ray Tune function trainable: one report per trial, on the device Ray assigned it."""
     import ray
@@ -228,7 +293,29 @@ def trainable(config: dict[str, Any]) -> None:
         tune.report(report)
         return True
 
-    result = run_recipe(config, on_rung=report_rung)
+    written = 0
+
+    def report_checkpoint(path: Path, info: dict[str, Any]) -> None:
+        nonlocal written
+        # Tune copies the folder to the trial's storage before this returns: the local file may change next
+        tune.report(checkpoint_report(info), checkpoint=tune.Checkpoint.from_directory(str(path.parent)))
+        written += 1
+        _inject_fault(config, checkpoints=written)
+
+    with tempfile.TemporaryDirectory(prefix="recipesearch-checkpoint-") as work:
+        restored = tune.get_checkpoint()  # Tune's retry of this trial after its worker died: go on from there
+        resume = None
+        if restored is not None and config.get("checkpoint_seconds"):
+            resume = restored.to_directory(os.path.join(work, "restored"))
+        bundles = _bundles()
+        if len(bundles) > 1:  # resources.workers > 1: this trial is rank 0 of a data-parallel group
+            from recipesearch.engine.ranks import run_workers
+
+            result = run_workers(config, bundles, on_rung=report_rung, on_checkpoint=report_checkpoint,
+                                 checkpoint_dir=os.path.join(work, "current"), resume_from=resume)
+        else:
+            result = run_recipe(config, on_rung=report_rung, on_checkpoint=report_checkpoint,
+                                checkpoint_dir=os.path.join(work, "current"), resume_from=resume)
     result["node"] = ray.util.get_node_ip_address()  # where it ran: a cluster's nodes may differ in speed
     result["gpu_ids"] = gpu_ids  # Ray's assignment (fractional trials share an id)
     if assigned is not None:

@@ -16,9 +16,12 @@ validation split gets ``data.val_fraction: 0.1``), ``baseline: BaselineSpec(seed
 early stopping at rungs and promotion across budgets, ``recipesearch.analysis.rungs``),
 ``constraints: dict[str, float]`` (keys ``accuracy_min``, ``train_seconds_max``, ``cost_max``),
 ``sampler: SamplerSpec(name, seed, options)``, ``trials`` (LR sweep, baseline runs and proposals;
-confirmation runs come on top), ``concurrency``, ``resources: Resources(cpus: float, gpus: float | "auto")``
-(``resources: auto`` by default; ``resolve_resources`` turns ``auto`` into 1 or 0 GPUs once Ray is up),
-``threads_per_trial: int``, ``seed: int``, ``price_per_hour: float | None``, ``path: Path | None``,
+confirmation runs come on top), ``concurrency``, ``resources: Resources(cpus: float, gpus: float | "auto",
+workers: int)`` (``resources: auto`` by default; ``resolve_resources`` turns ``auto`` into 1 or 0 GPUs once Ray
+is up; ``workers`` > 1: data-parallel trials, cpus and gpus per worker),
+``threads_per_trial: int``, ``seed: int``, ``price_per_hour: float | None``, ``max_failures: int``,
+``checkpoint_minutes: float | None`` (between a running trial's checkpoints; None: none; operational, not in
+the hash, ``with_checkpoint_minutes`` makes a changed copy), ``path: Path | None``,
 ``text: str`` (exact source YAML), ``hash: str`` (12 hex, sha256 of the canonical validated content; the
 display ``name`` is not part of it), ``params: list[ParamSpec]`` (every sampled parameter, in ask order).
 

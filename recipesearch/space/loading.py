@@ -77,8 +77,10 @@ def space_from_dict(
         constraints=file.constraints.as_dict(),
         sampler=SamplerSpec(name=file.sampler.name, seed=file.sampler_seed, options=file.sampler.options),
         trials=file.trials, concurrency=file.concurrency,
-        resources=Resources(cpus=file.resources.cpus, gpus=file.resources.gpus), threads_per_trial=file.threads,
+        resources=Resources(cpus=file.resources.cpus, gpus=file.resources.worker_gpus,
+                            workers=file.resources.workers), threads_per_trial=file.threads,
         seed=file.seed, price_per_hour=file.price_per_hour, max_failures=file.max_failures,
+        checkpoint_minutes=file.checkpoint_minutes or None,
         scheduler=SchedulerSpec(name=file.scheduler.name, reduction_factor=file.scheduler.reduction_factor,
                                 min_fraction=file.scheduler.min_fraction),
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),
@@ -94,7 +96,18 @@ def space_from_dict(
         except ConfigError as exc:
             problem = f"the baseline at budget {b} is not a valid recipe: {exc.field}: {exc.message}"
             raise where.error("base", problem) from None
+    _check_workers(where, space)
     return space
+
+
+def _check_workers(where: Located, space: SearchSpace) -> None:
+    """Data-parallel workers split each batch equally: the base recipe's batch must divide (a sampled
+    batch_size that does not fails its trial with the same words, ``train/distributed.py``)."""
+    workers = space.resources.workers
+    batch = space.recipe_for(space.baseline_params(space.budgets[0])).batch_size
+    if workers > 1 and batch % workers:
+        raise where.error("resources.workers", f"{workers} workers cannot share the base recipe's batch_size "
+                                               f"{batch} equally (each worker trains batch_size / workers a step)")
 
 
 def _base(where: Located, base: str | dict[Any, Any], base_dir: str | Path | None) -> Recipe:

@@ -94,15 +94,37 @@ class ResourcesEntry(Section):
 
     ``gpus: auto`` (also the default inside the mapping) is resolved once Ray is up
     (``search_space.resolve_resources``): one GPU a trial where the cluster has GPUs and the base recipe's
-    device is not ``cpu``, else none. It stays ``auto`` in the space hash."""
+    device is not ``cpu``, else none. It stays ``auto`` in the space hash.
 
-    not_a_mapping: ClassVar[str] = "must be auto or a mapping {cpus: N, gpus: G | auto}"
+    ``workers: N`` (default 1) trains each trial data-parallel on N workers (``train/distributed.py``,
+    ``engine/ranks.py``); ``cpus`` and ``gpus_per_worker`` (``gpus`` means the same) are then each worker's,
+    and a worker has one device: ``gpus_per_worker`` is auto, 0 or 1."""
+
+    not_a_mapping: ClassVar[str] = "must be auto or a mapping {cpus: N, gpus: G | auto, workers: N}"
     cpus: float = Field(1.0, gt=0)
     gpus: Annotated[float | Literal["auto"], BeforeValidator(_gpus)] = "auto"
+    workers: int = Field(1, ge=1)
+    gpus_per_worker: Annotated[float | Literal["auto"], BeforeValidator(_gpus)] = "auto"
 
     @classmethod
     def coerce(cls, data: Any) -> Any:
         return {} if data == "auto" else data
+
+    @model_validator(mode="after")
+    def _one_device_per_worker(self) -> ResourcesEntry:
+        if {"gpus", "gpus_per_worker"} <= self.model_fields_set:
+            raise field_error("give gpus or gpus_per_worker (the same: each worker's GPUs), not both",
+                              at="gpus_per_worker")
+        if self.workers > 1 and self.worker_gpus not in ("auto", 0.0, 1.0):
+            at = "gpus_per_worker" if "gpus_per_worker" in self.model_fields_set else "gpus"
+            raise field_error(f"a data-parallel worker trains on one device: auto, 0 or 1, got {self.worker_gpus:g}",
+                              at=at)
+        return self
+
+    @property
+    def worker_gpus(self) -> float | str:
+        """Each worker's GPUs, however spelt."""
+        return self.gpus_per_worker if "gpus_per_worker" in self.model_fields_set else self.gpus
 
 
 class BaselineEntry(Section):
@@ -284,6 +306,10 @@ class SpaceFile(Section):
     # FailureConfig(max_failures). A trial failing for its own reason (divergence, bad params) is a result and
     # is never retried. Operational, like ``name``: not part of the space hash.
     max_failures: int = Field(2, ge=0, le=100)
+    # Minutes between two checkpoints of a running trial (0 or null: none), so a trial cut by a lost node or
+    # kill -9 goes on from its last one (Ray Tune's retry, --resume). 10: a trial shorter than that (every
+    # digits or Fashion-MNIST trial) never pays for one; a long one loses at most 10 minutes. Operational.
+    checkpoint_minutes: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = 10.0
     scheduler: Annotated[SchedulerEntry, BeforeValidator(_empty_section)] = SchedulerEntry()
     seed: int = 0
     baseline: Annotated[BaselineEntry, BeforeValidator(_empty_section)] = BaselineEntry()

@@ -44,15 +44,25 @@ class AlgorithmSpec:
 class Resources:
     """Ray resources of one trial, as the space (or --cpus-per-trial / --gpus-per-trial) asks them:
     ``gpus`` is a number or ``"auto"`` (kept literal: part of the space hash, resolved at run time by
-    ``resolve_resources``)."""
+    ``resolve_resources``). With ``workers`` > 1 a trial trains data-parallel on that many workers, and
+    ``cpus`` and ``gpus`` are each worker's."""
 
     cpus: float = 1.0
     gpus: float | str = "auto"
+    workers: int = 1
 
     def override(self, cpus: float | None = None, gpus: float | str | None = None) -> Resources:
         """These resources with the command line's values in place of the space's (None: the space's)."""
         return Resources(cpus=self.cpus if cpus is None else float(cpus),
-                         gpus=self.gpus if gpus is None else (gpus if gpus == "auto" else float(gpus)))
+                         gpus=self.gpus if gpus is None else (gpus if gpus == "auto" else float(gpus)),
+                         workers=self.workers)
+
+    def canonical(self) -> dict[str, Any]:
+        """For the space hash: ``workers`` only when > 1, so the hashes of one-worker spaces stay as they were."""
+        out = asdict(self)
+        if self.workers == 1:
+            del out["workers"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -64,11 +74,12 @@ class TrialResources:
     auto: bool  # gpus was auto
     cluster_gpus: float
     base_device: str
+    workers: int = 1  # data-parallel workers of one trial, each with ``cpus`` and ``gpus``
 
     def as_dict(self) -> dict[str, Any]:
         """For run.json: the resolved shape, what was asked and the cluster it was resolved on."""
         return {"cpus": self.cpus, "gpus": self.gpus, "gpus_asked": "auto" if self.auto else self.gpus,
-                "cluster_gpus": self.cluster_gpus}
+                "cluster_gpus": self.cluster_gpus, **({"workers": self.workers} if self.workers > 1 else {})}
 
     def describe(self) -> str:
         """The run header's words: ``each trial: 1 CPU, 1 GPU (auto: the cluster has 4 GPUs)``."""
@@ -86,6 +97,8 @@ class TrialResources:
                 why = f"auto: the base recipe's device is {self.base_device}; the cluster has {have}"
             else:
                 why = f"resources.gpus: 0; the cluster has {have}"
+        if self.workers > 1:
+            return f"each trial: {self.workers} data-parallel workers, each {cpu}, {gpu} ({why})"
         return f"each trial: {cpu}, {gpu} ({why})"
 
 
@@ -95,12 +108,13 @@ def _count(n: float, unit: str) -> str:
 
 def resolve_resources(resources: Resources, cluster_gpus: float, base_device: str) -> TrialResources:
     """``gpus: auto``: one GPU a trial when the cluster has a GPU and the base recipe does not insist on the
-    CPU (``device: cpu``), else none. Numbers are kept as asked (``0.5``: two trials share a GPU)."""
+    CPU (``device: cpu``), else none. Numbers are kept as asked (``0.5``: two trials share a GPU). A trial
+    of N workers gets a GPU per worker under ``auto`` only where the cluster has N GPUs."""
     auto = resources.gpus == "auto"
-    wants_gpu = cluster_gpus >= 1 and base_device != "cpu"
+    wants_gpu = cluster_gpus >= resources.workers and base_device != "cpu"
     gpus = (1.0 if wants_gpu else 0.0) if auto else float(resources.gpus)
     return TrialResources(cpus=float(resources.cpus), gpus=gpus, auto=auto, cluster_gpus=float(cluster_gpus),
-                          base_device=base_device)
+                          base_device=base_device, workers=resources.workers)
 
 
 LR = "optimizer.lr"  # the parameter ``baseline.tune_lr`` sweeps
@@ -191,6 +205,7 @@ class SearchSpace:
         price_per_hour: float | None,
         hparams: list[ParamSpec],
         max_failures: int = 2,
+        checkpoint_minutes: float | None = None,
         scheduler: SchedulerSpec = SchedulerSpec(),
         baseline: BaselineSpec = BaselineSpec(),
         confirm: ConfirmSpec = ConfirmSpec(),
@@ -208,6 +223,7 @@ class SearchSpace:
         self.hparams, self.fixed, self.algorithms = hparams, fixed, algorithms
         self.baseline, self.confirm = baseline, confirm
         self.max_failures = max_failures  # retries of a lost worker's trial; not in the hash (operational)
+        self.checkpoint_minutes = checkpoint_minutes  # between a trial's checkpoints, None: none (operational)
         self.scheduler = scheduler  # rungs and promotion; not in the hash (operational)
         self.path, self.text, self.source = path, text, source
         # Algorithms on in every trial: base algorithms that are not candidates, and always-on candidates.
@@ -222,6 +238,14 @@ class SearchSpace:
 
         new = copy.copy(self)
         new.scheduler = replace(self.scheduler, **changes)
+        return new
+
+    def with_checkpoint_minutes(self, minutes: float | None) -> SearchSpace:
+        """A copy with ``checkpoint_minutes`` changed (0 or None: no checkpoints); operational, the hash stays."""
+        import copy
+
+        new = copy.copy(self)
+        new.checkpoint_minutes = minutes or None
         return new
 
     # -- what the sampler sees -------------------------------------------------------------------------
@@ -376,7 +400,7 @@ class SearchSpace:
         content = {
             "base": self.base.to_dict(), "budgets": self.budgets, "objectives": self.objectives,
             "metric_split": self.metric_split, "constraints": self.constraints, "sampler": asdict(self.sampler),
-            "trials": self.trials, "concurrency": self.concurrency, "resources": asdict(self.resources),
+            "trials": self.trials, "concurrency": self.concurrency, "resources": self.resources.canonical(),
             "threads_per_trial": self.threads_per_trial, "seed": self.seed, "price_per_hour": self.price_per_hour,
             "fixed": self.fixed, "hparams": [p.canonical() for p in self.hparams],
             "baseline": asdict(self.baseline), "confirm": asdict(self.confirm),

@@ -21,8 +21,12 @@ The loop, in pseudocode, with the event fired at each marker::
             optimizer.step(); schedule.step()
             AFTER_STEP           # EMA / SWA averaging
             BATCH_END
+                                 # (checkpoint every N seconds here: train/checkpoint.py, clock paused)
         EPOCH_END                # layer freezing, SWA's LR switch
     FIT_END                      # EMA / SWA swap in the averaged weights for evaluation
+
+A run resumed from a checkpoint gets every algorithm object back as it was (what FIT_START set up
+included) and fires neither FIT_START nor the resumed epoch's EPOCH_START again.
 
 Only the time from FIT_START (its hooks included) to FIT_END counts as training time; evaluation
 happens after FIT_END and is timed separately (``TrainResult.eval_seconds``). On a GPU these two

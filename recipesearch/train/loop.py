@@ -18,10 +18,12 @@ sync, three times a step. Without a GPU to hand, the CUDA path was tested on CPU
 """
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,8 +33,10 @@ from torch import nn
 
 from recipesearch.algorithms import Algorithm, build_algorithms
 from recipesearch.data import BatchLoader, DataBundle, eval_batches, load_data
+from recipesearch.data.source import ImageSource
 from recipesearch.models import create_model
 from recipesearch.recipe import Recipe
+from recipesearch.train import distributed
 from recipesearch.train.events import Event
 from recipesearch.train.optim import build_optimizer, set_lr
 from recipesearch.train.schedule import LRSchedule
@@ -57,8 +61,15 @@ class TrainResult:
     val_loss: float | None = None
     eval_seconds: float | None = None  # test (+ val) evaluation, outside train_seconds: where TTA's cost shows
     rung_seconds: float = 0.0  # rung evaluations and the scheduler's answers, outside train_seconds
+    checkpoint_seconds: float = 0.0  # writing checkpoints (and handing them to Ray Tune), outside train_seconds
+    checkpoints: int = 0  # checkpoints written, every segment of the run
+    resumes: int = 0  # times the run went on from a checkpoint (segments - 1); train_seconds sums the segments
+    # wall time from each restored checkpoint's writing to its resume: the work lost after it, noticing the death
+    # and starting again (clocks of two nodes when the run moved: as far apart as they are)
+    resume_gap_seconds: float = 0.0
     device: str = "cpu"
     threads: int = 1
+    workers: int = 1  # data-parallel ranks (train/distributed.py); train_seconds and accuracy are rank 0's
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,13 +104,15 @@ def soft_cross_entropy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Te
 
 
 @torch.inference_mode()
-def evaluate(state: State, images: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
-    """Top-1 accuracy and mean loss of ``state.eval_model or state.model`` on a split (hard labels)."""
+def evaluate(state: State, images: torch.Tensor | ImageSource, labels: torch.Tensor) -> tuple[float, float]:
+    """Top-1 accuracy and mean loss of ``state.eval_model or state.model`` on a split (hard labels); streamed
+    images (an ``ImageSource``) are read by the bundle's DataLoader workers."""
     model = state.eval_model or state.model
     was_training = model.training
     model.eval()
     correct, total_loss = 0, 0.0
-    for x, y in eval_batches(images, labels, state.recipe.eval_batch_size, state.data.mean, state.data.std):
+    for x, y in eval_batches(images, labels, state.recipe.eval_batch_size, state.data.mean, state.data.std,
+                             workers=state.data.workers):
         if state.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         with state.autocast():
@@ -129,13 +142,39 @@ class Trainer:
     "rung_eval_seconds"}`` (``train_seconds`` so far, the rung's evaluation left out); False stops the run
     with ``TrialPruned``. The report's time (evaluation plus the scheduler's answer) is outside
     ``train_seconds`` and summed into ``TrainResult.rung_seconds``.
+
+    Checkpoints (``recipesearch/train/checkpoint.py``): with ``checkpoint_every`` seconds and a
+    ``checkpoint_dir``, the loop writes ``checkpoint_dir/trainer.pt`` between two steps once that much wall
+    time (host clock: what a crash would lose) has passed since the segment's start or the last checkpoint,
+    then calls ``on_checkpoint(path, info)`` (``info``: step, train_seconds so far). The clock is paused
+    meanwhile: the cost goes to ``TrainResult.checkpoint_seconds``, not ``train_seconds``. No checkpoint
+    after the last step. ``resume_from`` (a checkpoint file or folder of the same recipe) restores that
+    state in this freshly built trainer and the run goes on from its step, mid-epoch included, without
+    FIT_START again; ``train_seconds`` is then the checkpoint's seconds plus this segment's (the work done
+    after the checkpoint and lost with the crash is in neither). A checkpoint that cannot be restored
+    (another recipe, unreadable) is not used: the run starts from step 0 with a warning.
+    Data-parallel runs (``train/distributed_checkpoint.py``): rank 0's ``checkpoint_every``, ``checkpoint_dir``
+    and ``resume_from`` count (the other ranks' are ignored); rank 0's clock decides when, every rank pauses at
+    that step and captures its own state, and rank 0 writes them as one file; ``on_checkpoint`` is called on
+    every rank, with ``path`` None on the others. A checkpoint of another number of ranks is not restored.
     """
 
     def __init__(self, recipe: Recipe, data: DataBundle | None = None,
                  on_epoch_end: Callable[[State, dict[str, float]], None] | None = None,
                  rungs: tuple[float, ...] | list[float] = (),
-                 on_rung: Callable[[dict[str, Any]], bool] | None = None, rung_split: str = "val"):
+                 on_rung: Callable[[dict[str, Any]], bool] | None = None, rung_split: str = "val",
+                 checkpoint_every: float | None = None, checkpoint_dir: str | Path | None = None,
+                 on_checkpoint: Callable[[Path | None, dict[str, Any]], None] | None = None,
+                 resume_from: str | Path | None = None):
         self.recipe = recipe
+        self.warnings: list[str] = []
+        # checkpoints: seconds between two (None: never), where, who is told; counters carried across segments
+        self.checkpoint_every = checkpoint_every if checkpoint_dir is not None else None
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        self.on_checkpoint = on_checkpoint
+        self.checkpoint_seconds, self.checkpoints, self.resumes, self.resume_gap_seconds = 0.0, 0, 0, 0.0
+        self._prior_seconds = self._prior_data_seconds = 0.0  # the earlier segments' (resume_from)
+        self._resume_position: dict[str, Any] | None = None  # the loader's place in the epoch under way
         self.on_epoch_end = on_epoch_end
         self.rungs, self.on_rung, self.rung_split = tuple(rungs), on_rung, rung_split
         self.rung_seconds = 0.0
@@ -145,8 +184,11 @@ class Trainer:
         self.generator = seed_everything(recipe.seed)
         # One-off start-up, outside the timed region: decoding, model construction, model surgery.
         self.data = data if data is not None else load_data(recipe.data, self.device)
+        if self.data.streamed and recipe.data.in_memory in (None, "auto"):  # auto chose: say so, it costs speed
+            self.warnings.append(f"data.in_memory auto: {self.data.name}'s decoded images would not fit in memory, "
+                                 f"so they are streamed from disk by {self.data.workers} DataLoader worker(s)")
         self.clock = DeviceClock.for_device(self.device)  # tests swap in a counting fake of the CUDA clock
-        on = self.data.train.images.device
+        on = self.data.train.labels.device  # the images' device; streamed images stay on the host
         if on.type != "cpu":  # the loader's random numbers where its data is: no blocking host-to-device copies
             self.generator = torch.Generator(device=on)
             self.generator.manual_seed(recipe.seed)
@@ -166,7 +208,16 @@ class Trainer:
         s.train_loader = BatchLoader(self.data.train.images, self.data.train.labels, recipe.batch_size,
                                      self.data.mean, self.data.std, augment=recipe.data.augment,
                                      hflip=self.data.hflip, crop_padding=self.data.crop_padding,
-                                     generator=self.generator, channels_last=s.channels_last)
+                                     generator=self.generator, channels_last=s.channels_last,
+                                     workers=self.data.workers)
+        self.rank, self.world = distributed.rank_and_world()
+        self.ddp: nn.Module | None = None  # the model wrapped for data-parallel training (train/distributed.py)
+        self._host_group: Any = None  # data-parallel: small collectives without device syncs (checkpoints)
+        if self.world > 1:
+            self._host_group = distributed.host_group()
+            s.train_loader = distributed.shard_loader(s.train_loader, self.rank, self.world, recipe.seed)
+            self.ddp = distributed.wrap_model(s.model, self.device, self.algorithms)
+            distributed.reseed_rank(recipe.seed, self.rank)  # weights alike, augmentations not
         s.steps_per_epoch = len(s.train_loader)
         s.total_steps = max(1, round(recipe.epochs * s.steps_per_epoch))
         s.schedule = LRSchedule(recipe.schedule, s.steps_per_epoch, s.total_steps, recipe.budget)
@@ -178,6 +229,52 @@ class Trainer:
             step = rung_step(fraction, s.total_steps)
             if step is not None:
                 self._rung_at.setdefault(step, fraction)
+        if self.world > 1:  # collective: rank 0's interval, and its checkpoint's parts when it resumes
+            self._resume_ranks(Path(resume_from) if resume_from is not None and self.rank == 0 else None)
+        elif resume_from is not None:
+            self._resume(Path(resume_from))
+
+    def set_algorithms(self, algorithms: list[Algorithm]) -> None:
+        self.algorithms = algorithms
+        self._by_event = {ev: [a for a in algorithms if ev in a.events] for ev in Event}
+
+    def _resume(self, path: Path) -> None:
+        from recipesearch.train import checkpoint
+
+        try:
+            snapshot = checkpoint.read(path, self.recipe.id(), self.device)
+        except checkpoint.CheckpointError as exc:
+            self.warnings.append(f"not resumed, trained from step 0: {exc}")
+            return
+        checkpoint.restore(self, snapshot)
+        self._went_on_from(snapshot)
+
+    def _resume_ranks(self, path: Path | None) -> None:
+        """Data-parallel start (train/distributed_checkpoint.py): every rank takes rank 0's checkpoint interval
+        and, when rank 0 resumes from ``path``, restores its own part; rank 0's weights are broadcast and the
+        restored model is wrapped in DDP again."""
+        from recipesearch.train import checkpoint, distributed_checkpoint
+
+        every, snapshot, refused = distributed_checkpoint.begin(path, self.checkpoint_every, self.recipe.id(),
+                                                                self.device, self.rank, self.world, self._host_group)
+        self.checkpoint_every = every  # the peers write nothing; they pause when rank 0 does
+        if refused is not None:
+            self.warnings.append(f"not resumed, trained from step 0: {refused}")
+        if snapshot is None:
+            return
+        checkpoint.restore(self, snapshot)
+        distributed_checkpoint.share_weights(self.state.model, snapshot.get("layout"))
+        self.ddp = distributed.wrap_model(self.state.model, self.device, self.algorithms, sync=False)
+        self._went_on_from(snapshot)
+
+    def _went_on_from(self, snapshot: dict[str, Any]) -> None:
+        """The counters a resumed run carries on from ``snapshot`` (restored by ``checkpoint.restore``)."""
+        self._prior_seconds, self._prior_data_seconds = snapshot["train_seconds"], snapshot["data_seconds"]
+        self.checkpoint_seconds = snapshot["checkpoint_seconds"]
+        self.checkpoints = snapshot.get("checkpoints", 0)
+        self.resumes = snapshot["resumes"] + 1
+        self.resume_gap_seconds = snapshot["resume_gap_seconds"] + max(0.0, time.time() - snapshot["written_at"])
+        self._resume_position = snapshot["loader"]
 
     def fire(self, event: Event) -> None:
         for algo in self._by_event[event]:
@@ -190,7 +287,7 @@ class Trainer:
         if fire:
             self.fire(Event.BEFORE_FORWARD)
         with s.autocast():
-            s.outputs = s.model(s.x)
+            s.outputs = (s.model if self.ddp is None else self.ddp)(s.x)
         if fire:
             self.fire(Event.AFTER_FORWARD)
             self.fire(Event.BEFORE_LOSS)
@@ -221,12 +318,21 @@ class Trainer:
         see the module docstring and ``recipesearch/train/timing.py``."""
         s, clock = self.state, self.clock
         losses = LossCheck(clock)
+        # data-parallel: a step skipped on one rank only would set the ranks' weights apart (train/distributed.py)
+        agree_skips = self.world > 1 and any(getattr(a, "skips_steps", False) for a in self.algorithms)
         s.model.train()
         clock.start()  # FIT_START's work (EMA's copy, patch whitening's estimate) is training
-        self.fire(Event.FIT_START)
+        resuming, self._resume_position = self._resume_position, None
+        if resuming is None:
+            self.fire(Event.FIT_START)  # a resumed run had its FIT_START in its first segment
+        self._last_checkpoint = time.perf_counter()
+        self._asked = (s.step, self._last_checkpoint, s.step + 1)  # data-parallel: (step, time) of the last ask, next
         while s.step < s.total_steps:
-            self.fire(Event.EPOCH_START)
-            batches = iter(s.train_loader)
+            if resuming is None:
+                self.fire(Event.EPOCH_START)
+                batches = iter(s.train_loader)
+            else:  # the rest of the epoch the checkpoint was taken in (its EPOCH_START has fired)
+                batches, resuming = s.train_loader.resume(resuming), None
             while s.step < s.total_steps:
                 clock.data_begin()
                 try:
@@ -240,6 +346,8 @@ class Trainer:
                 self.fire(Event.BATCH_START)
                 s.skip_step = False
                 loss = self._forward_backward()
+                if agree_skips:
+                    s.skip_step = distributed.agree_skip(s.skip_step, self.device)
                 if not s.skip_step:
                     self._optimizer_step()
                 s.step += 1
@@ -248,6 +356,8 @@ class Trainer:
                 losses.check(s.step, loss, last=s.step == s.total_steps)
                 if s.step in self._rung_at:
                     self._report_rung(self._rung_at[s.step], losses)
+                if self.checkpoint_every is not None and s.step < s.total_steps and self._checkpoint_due():
+                    self._checkpoint(losses)
             self.fire(Event.EPOCH_END)
             if self.on_epoch_end:  # the callback reports host values (the loss, its own timestamps)
                 clock.sync()
@@ -257,22 +367,81 @@ class Trainer:
         self.fire(Event.FIT_END)
         seconds, data_seconds = clock.stop()
         losses.drain()  # CUDA: the last step's loss, read after the FIT_END sync
-        return seconds, data_seconds
+        return self._prior_seconds + seconds, self._prior_data_seconds + data_seconds
+
+    def _checkpoint(self, losses: LossCheck) -> None:
+        """Pause the clock, write the checkpoint, tell ``on_checkpoint`` (class docstring)."""
+        from recipesearch.train import checkpoint
+
+        train_seconds = self._prior_seconds + self.clock.pause()
+        losses.drain()  # a diverged run fails here rather than saving a checkpoint
+        paused = time.perf_counter()
+        try:
+            problem = checkpoint.unpicklable_reason(self)
+            snapshot, path = None, None
+            if problem is None:
+                data_seconds = self._prior_data_seconds + self.clock.data_seconds_so_far()
+                snapshot = checkpoint.capture(self, train_seconds, data_seconds, self.checkpoint_seconds)
+                snapshot["checkpoints"] = self.checkpoints + 1
+            target = self.checkpoint_dir / checkpoint.FILENAME if self.checkpoint_dir is not None else None
+            if self.world > 1:  # every rank's snapshot, one file written by rank 0 (train/distributed_checkpoint.py)
+                from recipesearch.train import distributed_checkpoint
+
+                path, problem = distributed_checkpoint.save(snapshot, problem, self.state.model, target, self.rank,
+                                                            self.world, self._host_group)
+            elif problem is None:
+                try:
+                    path = checkpoint.write(snapshot, target)
+                except Exception as exc:  # noqa: BLE001 - an unpicklable object, a full disk: train on without
+                    problem = f"cannot save a checkpoint ({type(exc).__name__}: {str(exc)[:120]})"
+            if problem is not None:
+                self.checkpoint_every = None
+                self.warnings.append(f"trained without checkpoints: {problem}")
+                return
+            self.checkpoints += 1
+            if self.on_checkpoint is not None:
+                self.on_checkpoint(path, {"step": self.state.step, "train_seconds": train_seconds,
+                                          "checkpoints": self.checkpoints})
+        finally:
+            self.checkpoint_seconds += time.perf_counter() - paused
+            self._last_checkpoint = time.perf_counter()
+            self.clock.resume()
+
+    def _checkpoint_due(self) -> bool:
+        """Whether the checkpoint interval has passed on rank 0's host clock. Data-parallel: every rank asks rank 0
+        at the same steps and gets its answer, with the step to ask next (about every ``ASK_SECONDS``: a host
+        collective every step would cost about a millisecond each on gloo), so every rank pauses at one step."""
+        now = time.perf_counter()
+        due = now - self._last_checkpoint >= self.checkpoint_every  # type: ignore[operator]
+        if self.world == 1:
+            return due
+        from recipesearch.train import distributed_checkpoint
+
+        step, (last_step, last_time, ask_at) = self.state.step, self._asked
+        if step < ask_at:
+            return False
+        gap = distributed_checkpoint.ask_gap((now - last_time) / max(1, step - last_step), self.checkpoint_every)
+        due, gap = distributed_checkpoint.decide(due, gap, self._host_group)
+        self._asked = (step, now, step + gap)
+        return due
 
     def _report_rung(self, fraction: float, losses: LossCheck) -> None:
         """Pause the clock, evaluate on the rung split, ask ``on_rung`` whether to go on (class docstring)."""
         s = self.state
-        train_seconds = self.clock.pause()
+        train_seconds = self._prior_seconds + self.clock.pause()
         losses.drain()  # a diverged run fails here rather than reporting a rung
         paused = time.perf_counter()
         split = self.data.val if self.rung_split == "val" and self.data.val is not None and len(self.data.val) \
             else self.data.test
-        acc, loss = evaluate(s, split.images, split.labels)
+        # Data-parallel: rank 0 evaluates and asks; the other ranks wait for its answer (``agree``).
+        acc, loss = evaluate(s, split.images, split.labels) if self.rank == 0 else (math.nan, math.nan)
         self.clock.sync()
         report = {"rung": fraction, "step": s.step, "accuracy": acc, "loss": loss, "train_seconds": train_seconds,
                   "rung_eval_seconds": time.perf_counter() - paused}
         try:
-            go_on = self.on_rung(report)  # type: ignore[misc]
+            go_on = self.on_rung(report) if self.rank == 0 else True  # type: ignore[misc]
+            if self.world > 1:
+                go_on = distributed.agree(go_on, self.device)
         finally:
             self.rung_seconds += time.perf_counter() - paused
         if not go_on:
@@ -284,10 +453,13 @@ class Trainer:
 
         train_seconds, data_seconds = self.train()
         s = self.state
+        if self.world > 1:  # every rank's samples; only rank 0 evaluates (its result is the trial's)
+            s.samples_seen = distributed.total(s.samples_seen, self.device)
         eval_start = time.perf_counter()
-        acc, loss = evaluate(s, self.data.test.images, self.data.test.labels)
+        acc, loss = evaluate(s, self.data.test.images, self.data.test.labels) if self.rank == 0 \
+            else (math.nan, math.nan)
         val_acc = val_loss = None
-        if self.data.val is not None and len(self.data.val):
+        if self.rank == 0 and self.data.val is not None and len(self.data.val):
             val_acc, val_loss = evaluate(s, self.data.val.images, self.data.val.labels)
         self.clock.sync()
         eval_seconds = time.perf_counter() - eval_start
@@ -297,8 +469,10 @@ class Trainer:
             throughput=s.samples_seen / train_seconds if train_seconds > 0 else 0.0,
             data_wait_fraction=data_seconds / train_seconds if train_seconds > 0 else 0.0,
             epochs=s.step / s.steps_per_epoch, steps=s.step, samples_seen=s.samples_seen,
-            recipe_id=self.recipe.id(), device=str(self.device), threads=torch.get_num_threads(),
-            warnings=interaction_warnings([a.name for a in self.algorithms]), rung_seconds=self.rung_seconds,
+            recipe_id=self.recipe.id(), device=str(self.device), threads=torch.get_num_threads(), workers=self.world,
+            warnings=interaction_warnings([a.name for a in self.algorithms]) + self.warnings,
+            rung_seconds=self.rung_seconds, checkpoint_seconds=self.checkpoint_seconds,
+            checkpoints=self.checkpoints, resumes=self.resumes, resume_gap_seconds=self.resume_gap_seconds,
         )
 
 

@@ -114,6 +114,11 @@ class Muon(torch.optim.Optimizer):
         if rest is not None:
             self.param_groups.extend(rest.param_groups)  # the same dicts: an LR set here is the rest's LR
 
+    def __getstate__(self) -> dict:
+        # torch's Optimizer pickles its defaults, state and groups only; a checkpoint (train/checkpoint.py)
+        # needs the rest optimizer too (its groups are the same dicts as ours, pickled once)
+        return {**super().__getstate__(), "rest": self.rest}
+
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:
         loss = None

@@ -141,6 +141,11 @@ class DeviceClock:
         self._paused_at = time.perf_counter()
         return self._paused_at - self._start
 
+    def data_seconds_so_far(self) -> float:
+        """The data wait up to a ``pause`` (after its sync every pending span can be read)."""
+        self._collect(complete=True)
+        return self.data_seconds
+
     def resume(self) -> None:
         """Count again from here: the paused span is left out of the total."""
         self._start += time.perf_counter() - self._paused_at

@@ -115,7 +115,9 @@ def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, 
     proc = _start(space, out, ray_env, log)
     _wait_for_completed(proc, out, 2, log)
     proc.send_signal(sig)
-    assert proc.wait(timeout=60) == 130, log.read_text()
+    # Ray's shutdown of the running trials takes seconds alone and over a minute on 2 loaded cores (seen in the
+    # full suite beside the data-parallel tests): the check is the exit code and what is recorded, not the speed
+    assert proc.wait(timeout=180) == 130, log.read_text()
     text = log.read_text()
     assert "--resume" in text
 

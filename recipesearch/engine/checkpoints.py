@@ -1,0 +1,60 @@
+"""Where a search keeps its trials' training checkpoints, how a re-run finds its predecessor's, and when
+they are deleted.
+
+Layout (Ray Tune's storage, the run directory's ``ray/``; the in-process executor writes the same shape
+under ``checkpoints/``)::
+
+    <root>/<session folder>/trial_<number:05d>_<id>/checkpoint_<index:06d>/trainer.pt
+
+Tune names a trial's folders (``trial_dirname_creator`` in engine/ray_tune.py gives the study's trial
+number) and keeps the latest checkpoint of each trial only (``CheckpointConfig(num_to_keep=1)``). A trial
+that finished (completed, failed for its own reason or stopped at a rung) no longer needs its checkpoint,
+nor do the trials it re-ran: ``forget`` deletes them, so checkpoints do not pile up over a long search.
+Those of interrupted trials and of trials whose worker died stay until their re-run finishes.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from recipesearch.train.checkpoint import FILENAME
+
+_INDEX = re.compile(r"checkpoint_(\d+)$")
+
+
+def _index(folder: Path) -> int:
+    match = _INDEX.search(folder.name)
+    return int(match.group(1)) if match else -1
+
+
+class CheckpointStore:
+    """The checkpoints of one search under ``root``."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def folders(self, number: int) -> list[Path]:
+        """Checkpoint folders of trial ``number``, oldest first."""
+        if not self.root.is_dir():
+            return []
+        found = [p for p in self.root.glob(f"*/trial_{int(number):05d}_*/checkpoint_*") if p.is_dir()]
+        return sorted(found, key=lambda p: (_index(p), p.stat().st_mtime))
+
+    def latest(self, numbers: Sequence[int]) -> Path | None:
+        """The newest checkpoint file among ``numbers`` (a re-run chain, latest trial first), or None."""
+        for number in numbers:
+            for folder in reversed(self.folders(number)):
+                if (folder / FILENAME).is_file():
+                    return folder / FILENAME
+        return None
+
+    def forget(self, numbers: Iterable[int]) -> int:
+        """Delete every checkpoint of ``numbers``; returns how many folders went."""
+        gone = 0
+        for number in numbers:
+            for folder in self.folders(number):
+                shutil.rmtree(folder, ignore_errors=True)
+                gone += 1
+        return gone

@@ -1,0 +1,174 @@
+"""Long trials survive: a trial checkpoints through Ray Tune every ``checkpoint_minutes``; killed after a
+checkpoint (its worker SIGKILLed, the whole search kill -9ed, its node lost) it goes on from there, and ends
+bit-identical to the uninterrupted run of its recipe (CPU), with ``resumes`` 1 and every step trained once.
+
+Kept short: digits, a tiny CNN, checkpoints every few tenths of a second (fractional minutes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from recipesearch.engine.trial import FAULT_ENV
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _space(write_space, epochs: float, minutes: float, **overrides):
+    from tests.engine.conftest import TINY_BASE
+
+    return write_space(base={**TINY_BASE, "max_duration": epochs}, checkpoint_minutes=minutes, **overrides)
+
+
+def _uninterrupted(trial):
+    """The trial's recipe trained start to end in this process: what a resumed run must equal."""
+    from recipesearch.recipe import recipe_from_dict
+    from recipesearch.train.loop import fit
+
+    return fit(recipe_from_dict(json.loads(trial.user_attrs["recipe_json"])))
+
+
+def _checkpoint_files(out: Path) -> list[Path]:
+    return sorted((out / "ray").glob("*/trial_*/checkpoint_*/trainer.pt"))
+
+
+def _check_resumed(trial) -> None:
+    alone = _uninterrupted(trial)
+    attrs = trial.user_attrs
+    assert attrs["resumes"] == 1 and attrs["checkpoints"] >= 1 and attrs["resume_gap_seconds"] > 0, attrs
+    assert attrs["steps"] == alone.steps  # every step trained, none twice
+    assert trial.values[0] == alone.accuracy  # bit-identical to the run that was never cut (metric_split test)
+    # the sum of its segments: about one run's training, not a run and a half (a loose bound on 2 shared cores)
+    assert 0.3 * alone.train_seconds < attrs["train_seconds"] < 3 * alone.train_seconds, (attrs, alone)
+
+
+def test_a_worker_killed_after_a_checkpoint_is_retried_from_it(tmp_path, write_space, ray_env, run_cli,
+                                                                load_run_study):
+    out = tmp_path / "run"
+    fault = {"trial": 1, "fault": "sigkill", "after_checkpoint": 2, "once": str(tmp_path / "struck")}
+    space = _space(write_space, epochs=6, minutes=0.002, trials=3, concurrency=1)  # every 0.12 s
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report"], env={**ray_env, FAULT_ENV: json.dumps(fault)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "struck").exists()  # killed after its second checkpoint reached Tune
+    trials = load_run_study(out).get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3
+    struck = trials[1]
+    assert struck.user_attrs["retries"] == 1 and "running it again (retry 1)" in r.stdout
+    _check_resumed(struck)
+    assert all("resumes" not in t.user_attrs for t in (trials[0], trials[2]))
+    assert _checkpoint_files(out) == []  # finished trials leave no checkpoint behind
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["checkpoint_minutes"] == 0.002
+
+
+def _wait_for_checkpoint(proc: subprocess.Popen, out: Path, log: Path, timeout: float = 180) -> int:
+    """The number of the first trial with a checkpoint on disk."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        files = _checkpoint_files(out)
+        if files:
+            return int(re.match(r"trial_(\d+)_", files[0].parents[1].name).group(1))
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"no checkpoint within {timeout} s:\n{log.read_text()}")
+
+
+def test_kill_9_of_the_search_then_resume_continues_the_trial_from_its_checkpoint(
+        tmp_path, write_space, ray_env, run_cli, load_run_study, ray_kit):
+    space = _space(write_space, epochs=30, minutes=0.005, trials=3, concurrency=1)  # every 0.3 s, trials of 3-6 s
+    out, log = tmp_path / "run", tmp_path / "first.log"
+    proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet",
+                             "--no-report"], cwd=REPO, env=ray_env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    number = _wait_for_checkpoint(proc, out, log)
+    time.sleep(0.5)  # a little work after the checkpoint, lost with the kill
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    ray_kit.kill_ray_processes(ray_env["RAY_TMPDIR"])
+    before = {t.number: t for t in load_run_study(out).get_trials()}
+    assert before[number].state.name == "RUNNING"
+
+    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--quiet", "--no-report"], env=ray_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    trials = load_run_study(out).get_trials()
+    assert trials[number].user_attrs["error"] == "interrupted"
+    rerun = [t for t in trials if t.user_attrs.get("requeued_from") == number]
+    assert len(rerun) == 1 and rerun[0].state.name == "COMPLETE"
+    _check_resumed(rerun[0])
+    assert rerun[0].user_attrs["resume_gap_seconds"] >= 0.5  # at least the work done after it, lost with the kill
+    for n, t in before.items():  # what had completed is kept as it was
+        if t.state.name == "COMPLETE":
+            assert trials[n].values == t.values and trials[n].datetime_complete == t.datetime_complete
+    counted = [t for t in trials if t.state.name == "COMPLETE"]
+    assert len(counted) == 3 and not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
+    assert _checkpoint_files(out) == []
+
+
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _ray_start(args: list[str], env: dict[str, str]) -> None:
+    r = subprocess.run([RAY, "start", "--disable-usage-stats", "--num-cpus=1", *args], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.timeout(900)
+def test_losing_the_worker_node_retries_its_trial_from_the_checkpoint(tmp_path, write_space, ray_env, load_run_study,
+                                                                      ray_kit):
+    from bench.crash_cycles import node_pids
+
+    port = ray_kit.free_port()
+    address = f"127.0.0.2:{port}"
+    marker = ray_env["RAY_TMPDIR"]
+    try:
+        _ray_start(["--head", "--node-ip-address=127.0.0.2", f"--port={port}", "--include-dashboard=false"], ray_env)
+        _ray_start([f"--address={address}", "--node-ip-address=127.0.0.3"], ray_env)
+        # two trials at a time, one on each node (one CPU each), checkpoints every 0.3 s
+        space = _space(write_space, epochs=40, minutes=0.005, trials=4, concurrency=2)
+        out, log = tmp_path / "run", tmp_path / "search.log"
+        proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
+                                 "--address", address, "--quiet", "--no-report"], env=ray_env, cwd=REPO,
+                                stdout=log.open("w"), stderr=subprocess.STDOUT)
+        # Both trials in flight have a checkpoint (so the one on the worker node has one): take the node down.
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                running = {t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"}
+            except Exception:  # noqa: BLE001 - the study is not created yet
+                running = set()
+            saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in _checkpoint_files(out)}
+            if len(running) == 2 and running <= saved:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"no two checkpointed trials in flight:\n{log.read_text()}")
+        victims = node_pids(marker, "127.0.0.3")
+        assert victims
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        assert proc.wait(timeout=600) == 0, log.read_text()
+        printed = log.read_text()
+        trials = load_run_study(out).get_trials()
+        complete = [t for t in trials if t.state.name == "COMPLETE"]
+        assert len(complete) == 4, printed
+        # the trial the node took down ran again on the head (Tune's retry or the loop's re-run), from its checkpoint
+        again = [t for t in complete if t.user_attrs.get("retries") or t.user_attrs.get("requeued_from") is not None]
+        assert again, printed
+        for t in again:
+            assert t.user_attrs["node"] == "127.0.0.2"
+            _check_resumed(t)
+        assert "Traceback" not in printed
+    finally:
+        ray_kit.kill_ray_processes(marker, grace=10)
+    assert not ray_kit.ray_pids(marker)

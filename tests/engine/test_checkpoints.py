@@ -1,0 +1,119 @@
+"""The checkpoint store (a re-run finds its predecessor's latest checkpoint, finished trials leave none), the
+``checkpoint_minutes`` setting, and checkpoint/resume with the in-process executor (no Ray)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from recipesearch.engine.checkpoints import CheckpointStore
+from recipesearch.train.checkpoint import FILENAME
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _put(root: Path, session: str, number: int, index: int) -> Path:
+    folder = root / session / f"trial_{number:05d}_abc{index}" / f"checkpoint_{index:06d}"
+    folder.mkdir(parents=True)
+    (folder / FILENAME).write_bytes(b"x")
+    return folder / FILENAME
+
+
+def test_latest_is_the_newest_checkpoint_of_the_latest_trial_in_the_chain(tmp_path):
+    store = CheckpointStore(tmp_path)
+    old = _put(tmp_path, "session-0-1", 3, 1)
+    assert store.latest([7, 3]) == old  # trial 7 (the re-run of 3) has none yet: 3's
+    _put(tmp_path, "session-1-2", 7, 2)
+    newest = _put(tmp_path, "session-1-2", 7, 10)  # numbered, not sorted as text
+    assert store.latest([7, 3]) == newest
+    assert store.latest([8]) is None and CheckpointStore(tmp_path / "missing").latest([3]) is None
+    assert store.forget([7, 3]) == 3 and store.latest([7, 3]) is None
+
+
+def test_rerun_chain_follows_requeued_from():
+    import optuna
+
+    from recipesearch.engine import study as st
+
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    for frm in (None, 0, 1):  # 0, then 1 re-runs 0, then 2 re-runs 1
+        study.enqueue_trial({"x": 1}, user_attrs={st.REQUEUED_FROM: frm} if frm is not None else {})
+        study.ask()
+    trials = study.get_trials()
+    assert st.rerun_chain(trials, 1) == [1, 0]
+    assert st.rerun_chain(trials, trials[2].user_attrs[st.REQUEUED_FROM]) == [1, 0]
+    assert st.rerun_chain(trials, None) == []
+
+
+def test_checkpoint_minutes_reach_the_trial_config(make_space):
+    import optuna
+
+    from recipesearch.engine.loop import SearchLoop
+
+    space = make_space(checkpoint_minutes=0.5)
+    assert make_space().checkpoint_minutes == 10.0  # the default
+    assert make_space(checkpoint_minutes=0).checkpoint_minutes is None  # 0: off
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(storage=storage, directions=space.directions)
+    loop = SearchLoop(space, study, storage, n_trials=space.trials)
+    loop.prepare(resuming=False)
+    proposal = loop.ask()
+    assert proposal.config["checkpoint_seconds"] == 30.0 and proposal.config["resume_of"] == []
+    off = space.with_checkpoint_minutes(0)
+    assert off.checkpoint_minutes is None and off.hash == space.hash  # operational: not in the hash
+
+
+@pytest.mark.parametrize("value", [-1, "soon", ".inf"])
+def test_a_bad_checkpoint_minutes_is_one_line_exit_2(tmp_path, write_space, run_cli, value):
+    space = write_space()
+    space.write_text(space.read_text() + f"checkpoint_minutes: {value}\n")
+    r = run_cli(["search", str(space), "--out", str(tmp_path / "run"), "--executor", "inprocess"])
+    assert r.returncode == 2 and "checkpoint_minutes" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_checkpoint_minutes_flag_is_exit_2(tmp_path, write_space, run_cli):
+    r = run_cli(["search", str(write_space()), "--out", str(tmp_path / "run"), "--checkpoint-minutes", "-5"])
+    assert r.returncode == 2 and "--checkpoint-minutes" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_inprocess_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, write_space, run_cli, load_run_study):
+    from recipesearch.recipe import recipe_from_dict
+    from recipesearch.train.loop import fit
+    from tests.engine.conftest import TINY_BASE
+
+    space = write_space(base={**TINY_BASE, "max_duration": 30}, trials=3, concurrency=1)
+    out, log = tmp_path / "run", tmp_path / "first.log"
+    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--executor", "inprocess",
+           "--quiet", "--no-report"]
+    proc = subprocess.Popen([*cmd, "--checkpoint-minutes", "0.005"], cwd=REPO, stdout=log.open("w"),
+                            stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    while not list((out / "checkpoints").glob(f"*/trial_*/checkpoint_*/{FILENAME}")):
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    time.sleep(0.4)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    cut = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
+    assert len(cut) == 1
+
+    r = run_cli([*cmd[3:], "--resume", "--checkpoint-minutes", "0.005"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    trials = load_run_study(out).get_trials()
+    rerun = [t for t in trials if t.user_attrs.get("requeued_from") == cut[0]]
+    assert len(rerun) == 1 and rerun[0].state.name == "COMPLETE"
+    attrs = rerun[0].user_attrs
+    alone = fit(recipe_from_dict(json.loads(attrs["recipe_json"])))
+    assert attrs["resumes"] == 1 and attrs["steps"] == alone.steps and rerun[0].values[0] == alone.accuracy
+    assert len([t for t in trials if t.state.name == "COMPLETE"]) == 3
+    assert not list((out / "checkpoints").glob(f"*/trial_*/checkpoint_*/{FILENAME}"))  # finished: deleted
+    assert json.loads((out / "run.json").read_text())["checkpoint_minutes"] == 0.005

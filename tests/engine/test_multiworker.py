@@ -1,0 +1,265 @@
+"""Multi-worker trials (``resources: {workers: N}``, engine/ranks.py): the space file's checks, the Tune resources,
+and searches on a local Ray where each trial trains data-parallel on 2 gloo ranks (CPU)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recipesearch.engine.driver import SearchOptions, _resources
+from recipesearch.errors import ConfigError, UserError
+from recipesearch.space import Resources, resolve_resources
+
+# -- the space file and the command line ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("resources", "workers", "gpus"), [
+    ({"cpus": 1, "workers": 2}, 2, "auto"),
+    ({"workers": 2, "gpus_per_worker": 1}, 2, 1.0),
+    ({"workers": 4, "gpus": 0}, 4, 0.0),
+    ({"gpus_per_worker": 0.5}, 1, 0.5),  # one worker: fractions as before
+])
+def test_workers_and_gpus_per_worker(make_space, resources, workers, gpus):
+    space = make_space(resources=resources)
+    assert (space.resources.workers, space.resources.gpus) == (workers, gpus)
+
+
+@pytest.mark.parametrize(("resources", "field", "words"), [
+    ({"workers": 0}, "resources.workers", ">= 1"),
+    ({"workers": 1.5}, "resources.workers", "integer"),
+    ({"workers": 2, "gpus_per_worker": -1}, "resources.gpus_per_worker", "must be auto or a number of GPUs >= 0"),
+    ({"workers": 2, "gpus_per_worker": 0.5}, "resources.gpus_per_worker", "one device: auto, 0 or 1, got 0.5"),
+    ({"workers": 2, "gpus": 2}, "resources.gpus", "one device: auto, 0 or 1, got 2"),
+    ({"gpus": 1, "gpus_per_worker": 1}, "resources.gpus_per_worker", "not both"),
+    ({"workers": 3}, "resources.workers", "3 workers cannot share the base recipe's batch_size 64"),
+])
+def test_bad_workers_are_one_line(make_space, resources, field, words):
+    with pytest.raises(ConfigError) as info:
+        make_space(resources=resources)
+    assert info.value.field == field and words in info.value.message, str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_workers_on_the_command_line_exit_2(tmp_path, write_space, run_cli):
+    r = run_cli(["search", str(write_space(resources={"workers": 0})), "--out", str(tmp_path / "run")], timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "resources.workers" in r.stderr, r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_one_worker_spaces_keep_their_hash(make_space):
+    one = make_space(resources={"cpus": 1})
+    assert '"resources":{"cpus":1.0,"gpus":"auto"}' in one._canonical()
+    assert make_space(resources={"cpus": 1, "workers": 1}).hash == one.hash
+    assert make_space(resources={"cpus": 1, "workers": 2}).hash != one.hash
+
+
+def test_the_header_and_run_json_say_what_each_trial_gets():
+    shape = resolve_resources(Resources(cpus=1, gpus="auto", workers=2), 4, "auto")
+    assert shape.gpus == 1.0 and shape.describe() == (
+        "each trial: 2 data-parallel workers, each 1 CPU, 1 GPU (auto: the cluster has 4 GPUs)")
+    assert shape.as_dict()["workers"] == 2
+    # auto takes GPUs only where every worker of a trial can have one
+    assert resolve_resources(Resources(cpus=1, gpus="auto", workers=4), 2, "auto").gpus == 0.0
+
+
+def test_gpus_per_trial_is_each_workers(tmp_path, make_space):
+    space = make_space(resources={"cpus": 1, "workers": 2})
+    assert _resources(space, SearchOptions(out=tmp_path, gpus_per_trial=1)) == Resources(1.0, 1.0, 2)
+    with pytest.raises(UserError, match="--gpus-per-trial: with resources.workers 2 it is each worker's"):
+        _resources(space, SearchOptions(out=tmp_path, gpus_per_trial=2))
+
+
+def test_inprocess_refuses_workers(tmp_path, write_space):
+    from recipesearch.engine.api import search
+
+    with pytest.raises(UserError, match="resources.workers 2 needs the Ray executor"):
+        search(write_space(resources={"cpus": 1, "workers": 2}), out=tmp_path / "run", executor="inprocess",
+               quiet=True, report=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_tune_gets_one_bundle_per_worker():
+    from recipesearch.engine.ranks import tune_resources
+
+    assert tune_resources(1, 0, 1) == {"cpu": 1, "gpu": 0}
+    pgf = tune_resources(2, 1, 3)
+    assert pgf.bundles == [{"CPU": 2, "GPU": 1}] * 3 and pgf.strategy == "PACK"
+    assert tune_resources(1, 0, 2).bundles == [{"CPU": 1}] * 2
+
+
+def test_a_peers_own_failure_explains_the_trial():
+    """Rank 1 failed on its own and rank 0 noticed the closed connection: the trial's error is rank 1's."""
+    from recipesearch.engine.ranks import _explain_failure
+
+    gone = {"error": "RuntimeError: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.2]:1"}
+    own = {"error": "out of memory: CUDA out of memory"}
+    assert _explain_failure(dict(gone), [own])["error"] == "rank 1 of 2: out of memory: CUDA out of memory"
+    assert _explain_failure({"error": "diverged: loss is nan at step 3"}, [gone])["error"].startswith("diverged")
+    ok = {"error": None, "accuracy": 0.9}
+    assert _explain_failure(dict(ok), [{"error": None}]) == ok
+
+
+def test_a_lost_peer_is_summarised_with_its_rank():
+    from recipesearch.engine.ray_tune import summarise_error
+
+    text = ("Failure # 1 (occurred at x)\nTraceback (most recent call last):\n  ...\nrecipesearch.engine.ranks."
+            "WorkerLost: rank 3 of 4: its process died (NodeDiedError)\n")
+    assert summarise_error(text) == "worker lost: rank 3 of 4: its process died (NodeDiedError)"
+
+
+# -- on a local Ray: 2 gloo ranks a trial ---------------------------------------------------------------------
+
+
+def _ray(cpus: int = 4) -> None:
+    import ray
+
+    ray.init(num_cpus=cpus, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_search_of_two_worker_trials(tmp_path, write_space, ray_env, run_cli, load_run_study):
+    """``recipesearch search`` on its own local Ray (2 CPUs here): every trial trains on 2 ranks (one bundle
+    each); the study records it; a sampled batch size the workers cannot share fails its trial alone, in one
+    line."""
+    path = write_space(trials=4, concurrency=2, resources={"cpus": 1, "workers": 2},
+                       hparams={"batch_size": {"choices": [64, 33]}}, algorithms={},
+                       sampler={"name": "random", "seed": 1})
+    out = tmp_path / "run"
+    r = run_cli(["search", str(path), "--out", str(out), "--no-report"], env=ray_env, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    header = next(line for line in r.stdout.splitlines() if "search tiny:" in line)
+    assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, no GPU (the cluster has none)"), header
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["trial_resources"]["workers"] == 2
+    trials = load_run_study(out).get_trials()
+    assert len(trials) == 4
+    done = [t for t in trials if t.state.name == "COMPLETE"]
+    assert len(done) >= 2  # the baselines at least (batch 64)
+    for t in done:
+        a = t.user_attrs
+        assert a["workers"] == 2 and a["worker_nodes"] == ["127.0.0.2"] * 2 and a["worker_gpu_ids"] == [[], []]
+        # one worker, same recipes: 0.24 (budget 0.5) and 0.54 (budget 1); chance is 0.1
+        assert (0.15 if t.params["budget"] == 0.5 else 0.4) < a["accuracy"] <= 1
+        assert 0 < a["train_seconds"] <= a["wall_seconds"]
+    for t in trials:
+        if t.state.name == "FAIL":
+            assert t.params["batch_size"] == 33, t.user_attrs
+            assert "resources.workers: 2 workers cannot share batch_size 33" in t.user_attrs["error"]
+            assert "\n" not in t.user_attrs["error"]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, load_run_study):
+    """MO-ASHA on 2-worker trials: the trial (rank 0) reports at rungs as one-worker trials do, and a stop
+    ends both ranks at that step (the search completes, the stopped trials are PRUNED)."""
+    from recipesearch.engine.api import search
+
+    _ray(4)
+    path = write_space(trials=6, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2},
+                       scheduler={"name": "moasha", "reduction_factor": 2, "min_fraction": 0.3},
+                       sampler={"name": "random", "seed": 0},
+                       hparams={"optimizer.lr": {"choices": [0.05, 0.0001]}})
+    out = tmp_path / "run"
+    search(path, out=out, quiet=True, report=False)
+    trials = load_run_study(out).get_trials()
+    states = [t.state.name for t in trials]
+    assert len(trials) == 6 and set(states) <= {"COMPLETE", "PRUNED"}, [(t.state, t.user_attrs) for t in trials]
+    reported = [t for t in trials if t.user_attrs.get("rungs")]
+    assert reported, "no trial reported at a rung"
+    # the 0.0001-LR trials sit at chance at the rung: stopped (the trial after them needs their bundles back)
+    assert "PRUNED" in states, states
+    for t in trials:
+        if t.state.name == "PRUNED":
+            assert t.user_attrs["workers"] == 2 and t.user_attrs["pruned_at"] > 0
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_each_worker_gets_its_own_gpu(tmp_path, write_space, ray_env, monkeypatch, capsys, load_run_study):
+    """Ray with 4 fake GPUs (this machine has none; ``fake-cuda`` records Ray's assignment and trains on the
+    CPU): ``gpus_per_worker: 1`` gives each of a trial's 2 workers a GPU of its own, and two trials at once
+    use all four."""
+    from recipesearch.engine.api import search
+    from recipesearch.engine.trial import DEVICE_ENV, HOLD_ENV
+
+    monkeypatch.setenv(DEVICE_ENV, "fake-cuda")
+    monkeypatch.setenv(HOLD_ENV, json.dumps({"dir": str(tmp_path / "hold"), "parties": 2, "timeout": 60}))
+    import ray
+
+    ray.init(num_cpus=4, num_gpus=4, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False)
+    path = write_space(trials=2, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2, "gpus_per_worker": 1},
+                       algorithms={}, base={**_tiny_base(), "device": "auto"})
+    out = tmp_path / "run"
+    search(path, out=out, report=False)
+    header = next(line for line in capsys.readouterr().out.splitlines() if "search tiny:" in line)
+    assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, 1 GPU (the cluster has 4 GPUs)"), header
+    trials = load_run_study(out).get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE"], [t.user_attrs for t in trials]
+    ids = [t.user_attrs["worker_gpu_ids"] for t in trials]
+    for per_rank in ids:
+        assert all(len(g) == 1 for g in per_rank) and len({g[0] for g in per_rank}) == 2, ids
+    # the hold made both trials run at once: four distinct GPUs between them
+    assert len({g[0] for per_rank in ids for g in per_rank}) == 4, ids
+
+
+def _tiny_base():
+    from tests.engine.conftest import TINY_BASE
+
+    return dict(TINY_BASE)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_peer_whose_process_dies_is_retried(tmp_path, write_space, ray_env, monkeypatch, load_run_study):
+    """Rank 1's process is killed (SIGKILL, first attempt only) before the group forms: rank 0 gives up at the
+    group's timeout (15 s here), the attempt ends as a lost worker, Tune runs the trial again and it completes."""
+    from recipesearch.engine import study as st
+    from recipesearch.engine.api import search
+    from recipesearch.engine.ranks import TIMEOUT_ENV
+    from recipesearch.engine.trial import FAULT_ENV
+
+    monkeypatch.setenv(FAULT_ENV, json.dumps({"trial": 0, "fault": "sigkill", "rank": 1,
+                                              "once": str(tmp_path / "struck")}))
+    monkeypatch.setenv(TIMEOUT_ENV, "15")
+    _ray(4)
+    path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={})
+    out = tmp_path / "run"
+    search(path, out=out, quiet=True, report=False)
+    assert (tmp_path / "struck").exists()
+    (trial,) = load_run_study(out).get_trials()
+    assert trial.state.name == "COMPLETE", trial.user_attrs
+    assert trial.user_attrs[st.RETRIES] == 1 and trial.user_attrs["workers"] == 2
+    assert trial.user_attrs["retry_reason"] == "worker lost: rank 1 of 2: its process died (WorkerCrashedError)"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_two_worker_trial_goes_on_from_its_checkpoint(tmp_path, write_space, ray_env, monkeypatch, load_run_study):
+    """Checkpoints every 0.12 s; rank 1's process is SIGKILLed right after the trial's first checkpoint reached Tune
+    (first attempt only). Tune runs the trial again from that checkpoint: it completes with resumes 1, every step
+    trained once, and the accuracy of the same recipe run on 2 ranks without a break (torch.multiprocessing)."""
+    from recipesearch.engine import study as st
+    from recipesearch.engine.api import search
+    from recipesearch.engine.trial import FAULT_ENV
+    from tests.engine.conftest import TINY_BASE
+    from tests.train.test_distributed_checkpoint import run_ranks
+
+    monkeypatch.setenv(FAULT_ENV, json.dumps({"trial": 0, "fault": "sigkill", "rank": 1, "after_checkpoint": 1,
+                                              "once": str(tmp_path / "struck")}))
+    _ray(4)
+    path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={},
+                       checkpoint_minutes=0.002, base={**TINY_BASE, "max_duration": 3})
+    out = tmp_path / "run"
+    search(path, out=out, quiet=True, report=False)
+    assert (tmp_path / "struck").exists()
+    (trial,) = load_run_study(out).get_trials()
+    a = trial.user_attrs
+    assert trial.state.name == "COMPLETE", a
+    assert a[st.RETRIES] == 1 and a["retry_reason"].startswith("worker lost: rank 1 of 2"), a
+    assert a["workers"] == 2 and a["resumes"] == 1 and a["checkpoints"] >= 1 and a["resume_gap_seconds"] > 0, a
+    assert not any("not resumed" in w or "without checkpoints" in w for w in a.get("warnings", "").split("; ")), a
+    whole = run_ranks({"kind": "whole", "recipe_json": a["recipe_json"]})[0]["result"]
+    assert a["steps"] == whole["steps"]  # every step trained, none twice
+    assert a["accuracy"] == whole["accuracy"]  # bit-identical to the run that was never cut
