@@ -26,8 +26,8 @@ local files would neither reach Tune's storage nor be found by the retried trial
 checkpoint back (``tune.get_checkpoint``). Rank 0 then holds every peer's part in memory while writing; with
 the weights kept once, a part is the optimizer state, averaged copies (EMA, SWA) and the per-rank rest.
 
-Small collectives (the per-step decision, gather, scatter) go over a gloo group (``distributed.host_group``):
-on NCCL a device tensor read back each step would synchronise the GPU, which the timed loop must not.
+Small collectives (the checkpoint decision, gather, scatter) go over a gloo group (``distributed.host_group``):
+on NCCL a device tensor read back at each ask would synchronise the GPU, which the timed loop must not.
 """
 from __future__ import annotations
 
