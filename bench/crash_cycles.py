@@ -361,8 +361,9 @@ def render(result: dict[str, Any]) -> str:
             f"({result.get('checkpoint_minutes') or 'default 10'} min: a digits trial of a few seconds never reaches "
             f"it, so a killed trial starts again from step 0) and once with checkpoints every "
             f"{ck['checkpoint_minutes']:g} min ({ck['checkpoint_minutes'] * 60:.1f} s), so the re-run of a killed "
-            "trial goes on from its latest checkpoint (`--resume`). Wasted per kill: from the trial's start, or its "
-            "latest checkpoint, to the kill.",
+            "trial goes on from its latest checkpoint (`--resume`). Wasted per kill: from the trial's start (a fresh "
+            "worker's imports and decoding included), or its latest checkpoint, to the kill; the checkpointed figure "
+            "can undercount where a worker still wrote a checkpoint in the instant after the kill.",
             "", "| measure | no checkpoint reached | checkpoints |", "|---|---|---|",
             row("training time wasted per kill (s)", "wasted_seconds_per_kill", ".2f"),
             row("re-runs that went on from a checkpoint", "resumed"),
