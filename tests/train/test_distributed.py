@@ -9,6 +9,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -219,8 +220,14 @@ _JOBS = {"train": _train, "prune": _prune, "fail": _fail, "slow_peer": _slow_pee
 
 def run_ranks(job: dict, world: int = 2, timeout: float = 120) -> list[dict]:
     """``job`` on ``world`` spawned gloo ranks; what each rank found (a dead rank's is missing)."""
+    return spawn_ranks(_rank_main, job, world, timeout)
+
+
+def spawn_ranks(rank_main: Any, job: dict, world: int, timeout: float) -> list[dict]:
+    """``rank_main(rank, world, port, out, job)`` on ``world`` spawned processes, each saving what it found as
+    ``out/<rank>.pt``; those, in rank order (a dead rank's is ``{}``)."""
     with tempfile.TemporaryDirectory() as out:
-        ctx = mp.start_processes(_rank_main, args=(world, free_port(), out, job), nprocs=world, join=False,
+        ctx = mp.start_processes(rank_main, args=(world, free_port(), out, job), nprocs=world, join=False,
                                  start_method="spawn")
         deadline = time.monotonic() + timeout
         try:
