@@ -49,9 +49,11 @@ from bench.common import (
 
 NAME = "search_efficiency"
 TITLE = "Search efficiency: hypervolume vs cumulative training time per sampler and scheduler (replay + real runs)"
-# The real searches' arms: label -> (sampler, scheduler); issue 14's seven, interleaved within a seed.
+# The real searches' arms: label -> (sampler, scheduler); issue 14's seven, then promotion with the
+# model-based samplers (the best replay arms), interleaved within a seed.
 REAL_ARMS = {"random": ("random", "fifo"), "tpe": ("tpe", "fifo"), "gp": ("gp", "fifo"), "nsga2": ("nsga2", "fifo"),
-             "tpe+moasha": ("tpe", "moasha"), "random+moasha": ("random", "moasha"), "promote": ("random", "promote")}
+             "tpe+moasha": ("tpe", "moasha"), "random+moasha": ("random", "moasha"), "promote": ("random", "promote"),
+             "tpe+promote": ("tpe", "promote"), "gp+promote": ("gp", "promote")}
 SAMPLERS = tuple(REAL_ARMS)
 # Replay arms: name -> (sampler, scheduler). The schedulers keep the space's eta 3 and rungs 1/9, 1/3, but
 # one: its first rung at 1/3 (the table holds both rungs), because 1/9 of a digits run is 4 to 17 steps.
@@ -60,7 +62,8 @@ ARMS: dict[str, tuple[str, str | dict[str, Any]]] = {
     "random": ("random", "fifo"), "tpe": ("tpe", "fifo"), "gp": ("gp", "fifo"), "nsga2": ("nsga2", "fifo"),
     "sweep": ("sweep", "fifo"), "tpe+moasha": ("tpe", "moasha"), "random+moasha": ("random", "moasha"),
     "random+moasha, rung 1/3 only": ("random", LATE_RUNG),
-    "promote": ("random", "promote"), "random+moasha+promote": ("random", "moasha+promote"),
+    "promote": ("random", "promote"), "tpe+promote": ("tpe", "promote"), "gp+promote": ("gp", "promote"),
+    "random+moasha+promote": ("random", "moasha+promote"),
 }
 SYNETUNE, CONTROL = "syne-tune MOASHA", "our MO-ASHA rule, same driver"
 # A trial stopped at a rung costs a fraction of one run to its end, yet counts as a whole trial: at the same
@@ -69,8 +72,9 @@ SYNETUNE, CONTROL = "syne-tune MOASHA", "our MO-ASHA rule, same driver"
 # trials, each search cut where its compute first reaches random's median compute per search.
 LONG_FACTOR = 10
 LONG_SUFFIX = " (random's compute)"
-LONG_ARMS = ("tpe+moasha", "random+moasha", "random+moasha, rung 1/3 only", "promote", "random+moasha+promote",
-             SYNETUNE, CONTROL)
+# (not gp+promote: a Gaussian-process fit per trial over up to 10x the trials would take the replay hours)
+LONG_ARMS = ("tpe+moasha", "random+moasha", "random+moasha, rung 1/3 only", "promote", "tpe+promote",
+             "random+moasha+promote", SYNETUNE, CONTROL)
 GOAL_RATIO = 0.30  # issue 14: a scheduler reaches random's final hypervolume with <= 0.30x its compute
 BOOTSTRAP = 1000
 DIGITS_SPACE = ROOT / "search_spaces" / "digits.yaml"
@@ -379,7 +383,9 @@ def sampler_notes(n_trials: int, n_baselines: int, rep: dict[str, Any]) -> list[
                  "baseline runs never stop. The trial budget counts stopped trials, so a pruning arm runs the "
                  "same number of trials with less compute.")
     notes.append("promote: every new proposal starts at the cheapest budget (0.25); after each finished trial, the "
-                 "best third of the recipes finished at a budget are queued again at the next budget.")
+                 "best third of the recipes finished at a budget are queued again at the next budget. With "
+                 "`tpe+promote` and `gp+promote` the model-based sampler chooses each new recipe (its budget fixed "
+                 "at the cheapest) from every trial so far, the promoted ones at higher budgets included.")
     return notes
 
 
@@ -645,6 +651,32 @@ def frontier_lost(runs: list[list[dict[str, Any]]], table: Any, reference: np.nd
             "runs_losing": int(sum(x > 1e-12 for x in lost)), "runs": len(runs)}
 
 
+def oracle_bound(space: Any, table: Any, reference: np.ndarray, hv_max: float, ana: dict[str, Any]) -> dict[str, Any] | None:
+    """How much room the goal leaves on this table: the cheapest search that reaches random's final
+    hypervolume knowing every outcome (``bench.replay.oracle_search``; the baselines it must run first
+    included), as a multiple of random's compute, against the goal's allowance."""
+    from bench.replay import oracle_search
+
+    random_t = ana.get("random_compute_to_target", math.nan)
+    if not (math.isfinite(ana.get("target_hv", math.nan)) and math.isfinite(random_t) and random_t > 0):
+        return None
+    required = [i for i in (table.index(p) for p in space.baselines()) if i is not None]
+    found = oracle_search(table.points(), required, ana["target_hv"] * hv_max, reference, DIRECTIONS)
+    if found is None:
+        return None
+    low = min(float(p.get("budget", math.inf)) for p in table.params)
+    return {
+        "seconds": found.seconds, "baseline_seconds": found.required_seconds, "exact": found.exact,
+        "ratio": found.seconds / random_t, "baseline_ratio": found.required_seconds / random_t,
+        "goal_seconds": GOAL_RATIO * random_t, "slack_seconds": GOAL_RATIO * random_t - found.seconds,
+        "rows": [{"params": table.params[i], "accuracy": table.outcomes[i][0], "train_seconds": table.outcomes[i][1]}
+                 for i in found.rows],
+        "cheapest_budget": low,
+        "cheapest_budget_median_seconds": float(np.median([secs for p, (_, secs) in zip(table.params, table.outcomes)
+                                                           if p.get("budget") == low])),
+    }
+
+
 def cut_at_compute(trials: list[dict[str, Any]], budget: float) -> list[dict[str, Any]]:
     """The search as if stopped by a compute budget: its trials until the one whose compute reaches
     ``budget`` (included: it was running when the budget ran out)."""
@@ -710,6 +742,7 @@ def run(quick: bool = False, seeds_real: int | None = None, seeds_replay: int | 
         "sampler_notes": sampler_notes(n_trials, len(space.baselines()), {a: rep[a] for a in ARMS if a in rep}),
         "frontier_lost": {a: frontier_lost(v["runs"], table, ref) for a, v in every.items()},
         "rung_informativeness": rung_informativeness(table),
+        "oracle": oracle_bound(space, table, ref, hv_max, ana),
         "peer": {"synetune_version": synetune_version(), "arms": list(peers), "workers": 2},
         "analysis": {k: v for k, v in ana.items() if k != "_curves"},
         # the trials themselves are not kept (megabytes): replay is deterministic, the same seeds give them again
@@ -839,6 +872,34 @@ def _real_table(analysis: dict[str, Any]) -> str:
                      "train s to reach it, those seeds [IQR]"], rows)
 
 
+def _recipe_label(params: dict[str, Any]) -> str:
+    on = [k.removeprefix("alg.") for k, v in params.items() if k.startswith("alg.") and v is True]
+    return f"{'+'.join(on) or 'base'} at budget {params.get('budget', '?'):g}"
+
+
+def _oracle_text(rep: dict[str, Any]) -> list[str]:
+    """How far the goal is from what any search could do on this table (``oracle_bound``)."""
+    o = rep.get("oracle")
+    if not o:
+        return []
+    per_run = o["cheapest_budget_median_seconds"]
+    return ["", (
+        f"**Room for the goal on this table.** The cheapest search that reaches random's final hypervolume, "
+        f"for a searcher that knew every outcome, trains the baselines ({o['baseline_seconds']:.1f} s, "
+        f"{o['baseline_ratio']:.2f}x of random's compute, run first by every arm) and then "
+        + (", ".join(f"{_recipe_label(r['params'])} ({r['train_seconds']:.2f} s)" for r in o["rows"]) or "nothing")
+        + f": {o['seconds']:.1f} s, **{o['ratio']:.2f}x** of random's compute"
+        + (" (exact: every subset of the table's front tried; a dominated recipe is never needed, its "
+           "dominator being cheaper)" if o["exact"] else " (a greedy upper bound: the front was too large to enumerate)")
+        + f". The goal ({GOAL_RATIO:.2f}x = {o['goal_seconds']:.1f} s) therefore leaves "
+        f"{o['slack_seconds']:.1f} s for everything a search trains outside that set — about "
+        f"{max(0.0, o['slack_seconds']) / per_run:.0f} runs at the cheapest budget ({o['cheapest_budget']:g}: "
+        f"{per_run:.2f} s each, median) — "
+        "before it has found those recipes among the table's; a sampler that learns from its own trials cannot "
+        "know them in advance."
+    )]
+
+
 def _rungs_text(rep: dict[str, Any]) -> list[str]:
     """What the rungs know: per budget, the median accuracy at each rung and at the end, and how well a
     rung's ranking predicts the end's."""
@@ -946,6 +1007,7 @@ def render(result: dict[str, Any]) -> str:
             f"{', '.join(f'{s} {v:.1f} s' for s, v in rep['replay_seconds'].items())}.",
             "",
             _replay_table(rep),
+            *_oracle_text(rep),
             *_rungs_text(rep),
             *_peer_text(rep),
             "",

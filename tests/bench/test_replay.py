@@ -24,6 +24,7 @@ from bench.replay import (  # noqa: E402
     enumerate_space,
     grid_space,
     hv_curves,
+    oracle_search,
     replay,
     run_study,
     time_to_reach,
@@ -113,3 +114,76 @@ def test_hypervolume_curve_and_time_to_reach(space):
     assert (hv[1:] >= hv[:-1]).all() and (secs[1:] >= secs[:-1]).all()
     assert time_to_reach((secs, hv), hv[-1]) <= secs[-1]
     assert time_to_reach((secs, hv), hv[-1] * 2) == math.inf
+
+
+# -- the oracle bound: the cheapest search that reaches a hypervolume, knowing the table -----------------
+
+
+def _brute_force_min(points: Any, required: list[int], target: float, reference: Any) -> float:
+    """Every subset of every row (dominated ones too): the definition the oracle must equal."""
+    import itertools
+
+    import numpy as np
+
+    from recipesearch.analysis import hypervolume
+
+    rest = [i for i in range(len(points)) if i not in required]
+    best = math.inf
+    for size in range(len(rest) + 1):
+        for rows in itertools.combinations(rest, size):
+            idx = required + list(rows)
+            if hypervolume(np.asarray(points)[idx], ["maximize", "minimize"], reference) >= target * (1 - 1e-12):
+                best = min(best, float(np.asarray(points)[idx, 1].sum()))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_oracle_search_is_the_cheapest_subset_reaching_the_target(seed):
+    import numpy as np
+
+    from recipesearch.analysis import hypervolume
+
+    rng = np.random.default_rng(seed)
+    pts = np.column_stack([rng.uniform(0.5, 1.0, 9), rng.uniform(0.2, 3.0, 9)])
+    reference = np.array([0.4, 3.5])
+    required = [0, 1]
+    full = hypervolume(pts, ["maximize", "minimize"], reference)
+    for share in (0.7, 0.9, 1.0):
+        found = oracle_search(pts, required, share * full, reference)
+        assert found is not None and found.exact
+        assert found.seconds == pytest.approx(_brute_force_min(pts, required, share * full, reference))
+        assert found.required_seconds == pytest.approx(pts[required, 1].sum())
+        assert not set(found.rows) & set(required)
+        chosen = hypervolume(pts[required + list(found.rows)], ["maximize", "minimize"], reference)
+        assert chosen >= share * full * (1 - 1e-9)
+
+
+def test_the_oracle_needs_only_front_rows_and_says_when_the_table_falls_short():
+    import numpy as np
+
+    # base, A, B (dominated by A: slower and less accurate), C
+    pts = np.array([[0.6, 1.0], [0.9, 2.0], [0.85, 2.5], [0.95, 3.0]])
+    reference = np.array([0.5, 4.0])
+    from recipesearch.analysis import hypervolume
+
+    with_a = hypervolume(pts[[0, 1]], ["maximize", "minimize"], reference)
+    found = oracle_search(pts, [0], with_a, reference)
+    assert found.rows == (1,) and found.seconds == pytest.approx(3.0)
+    assert oracle_search(pts, [0], 2 * hypervolume(pts, ["maximize", "minimize"], reference), reference) is None
+
+
+def test_a_front_too_large_to_enumerate_gets_a_greedy_upper_bound(monkeypatch):
+    import numpy as np
+
+    import bench.replay as replay_module
+    from recipesearch.analysis import hypervolume
+
+    rng = np.random.default_rng(3)
+    pts = np.column_stack([rng.uniform(0.5, 1.0, 8), rng.uniform(0.2, 3.0, 8)])
+    reference = np.array([0.4, 3.5])
+    target = 0.95 * hypervolume(pts, ["maximize", "minimize"], reference)
+    exact = oracle_search(pts, [0], target, reference)
+    monkeypatch.setattr(replay_module, "ORACLE_EXACT_MAX", 0)
+    greedy = oracle_search(pts, [0], target, reference)
+    assert not greedy.exact and greedy.seconds >= exact.seconds - 1e-12
+    assert hypervolume(pts[[0, *greedy.rows]], ["maximize", "minimize"], reference) >= target * (1 - 1e-9)

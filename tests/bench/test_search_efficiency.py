@@ -13,11 +13,12 @@ if str(ROOT) not in sys.path:
 from bench.search_efficiency import REAL_ARMS, real_space  # noqa: E402
 
 
-def test_issue_14s_seven_arms():
-    assert set(REAL_ARMS) == {"random", "tpe", "gp", "nsga2", "tpe+moasha", "random+moasha", "promote"}
+def test_issue_14s_seven_arms_and_promotion_with_the_model_based_samplers():
+    assert set(REAL_ARMS) == {"random", "tpe", "gp", "nsga2", "tpe+moasha", "random+moasha", "promote",
+                              "tpe+promote", "gp+promote"}
 
 
-@pytest.mark.parametrize("arm", ["tpe+moasha", "promote", "gp"])
+@pytest.mark.parametrize("arm", ["tpe+moasha", "promote", "gp", "gp+promote"])
 def test_a_real_arm_swaps_only_the_sampler_and_the_scheduler(arm):
     space = real_space(arm, 1, quick=True)
     sampler, scheduler = REAL_ARMS[arm]
