@@ -85,6 +85,16 @@ def free_port(host: str = "127.0.0.2") -> int:
         return s.getsockname()[1]
 
 
+def _own_resource_tracker(entry: Path) -> bool:
+    """This test process's multiprocessing resource tracker (started by a test's torch.multiprocessing spawn,
+    after ray_env set RAY_TMPDIR): no Ray process, it lives as long as this process and ignores SIGTERM."""
+    try:
+        ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        return ppid == os.getpid() and b"multiprocessing.resource_tracker" in (entry / "cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def ray_pids(marker: str) -> list[int]:
     """PIDs of processes whose command line or environment mentions ``marker`` (our private RAY_TMPDIR).
 
@@ -99,7 +109,7 @@ def ray_pids(marker: str) -> list[int]:
             found = needle in (entry / "cmdline").read_bytes() or needle in (entry / "environ").read_bytes()
         except OSError:
             continue
-        if found:
+        if found and not _own_resource_tracker(entry):
             pids.append(int(entry.name))
     return pids
 
@@ -134,6 +144,11 @@ def ray_env(monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.setenv("RAY_TMPDIR", tmp)
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    # Workers at this process's priority, as the CLI's own local Ray starts them (engine/ray_tune.py). Ray's
+    # default (workers at nice +15) starves the trials of a test's own ray.init and of `ray start` clusters
+    # beside busy processes of our priority, such as the suite's other xdist worker: beside two such processes
+    # the data-parallel checkpoint test took 145 s, not 45 s.
+    monkeypatch.setenv("RAY_worker_niceness", "0")
     env = dict(os.environ)
     yield env
     if ray.is_initialized():
@@ -172,3 +187,46 @@ def ray_kit():
     from types import SimpleNamespace
 
     return SimpleNamespace(free_port=free_port, ray_pids=ray_pids, kill_ray_processes=kill_ray_processes)
+
+
+RAY = str(Path(sys.executable).with_name("ray"))
+HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
+
+
+def _ray_start(args: list[str], env: dict[str, str]) -> None:
+    r = subprocess.run([RAY, "start", "--disable-usage-stats", "--num-cpus=1", *args], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.fixture
+def loopback_cluster(ray_env):
+    """A two-node Ray cluster on this machine, one CPU per node: head 127.0.0.2, worker node 127.0.0.3, both in
+    the test's private RAY_TMPDIR. ``.address`` is what ``--address`` takes; ``.kill_worker_node()`` SIGKILLs
+    every process of the worker node (raylet, agents, trial workers) as a lost machine would.
+
+    Ended afterwards by pid (``ray stop`` would end every Ray on this machine, other users' too), and checked
+    to be gone."""
+    from types import SimpleNamespace
+
+    from bench.crash_cycles import node_pids
+
+    marker = ray_env["RAY_TMPDIR"]
+    port = free_port(HEAD_IP)
+    address = f"{HEAD_IP}:{port}"
+
+    def kill_worker_node() -> list[int]:
+        victims = node_pids(marker, WORKER_IP)  # its raylet, agents and workers
+        assert victims
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        return victims
+
+    try:
+        _ray_start(["--head", f"--node-ip-address={HEAD_IP}", f"--port={port}", "--include-dashboard=false"], ray_env)
+        _ray_start([f"--address={address}", f"--node-ip-address={WORKER_IP}"], ray_env)
+        yield SimpleNamespace(address=address, marker=marker, head=HEAD_IP, worker=WORKER_IP, ray=RAY,
+                              kill_worker_node=kill_worker_node)
+    finally:
+        kill_ray_processes(marker, grace=10)
+    assert not ray_pids(marker)

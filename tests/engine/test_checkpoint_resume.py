@@ -113,62 +113,39 @@ def test_kill_9_of_the_search_then_resume_continues_the_trial_from_its_checkpoin
     assert _checkpoint_files(out) == []
 
 
-RAY = str(Path(sys.executable).with_name("ray"))
-
-
-def _ray_start(args: list[str], env: dict[str, str]) -> None:
-    r = subprocess.run([RAY, "start", "--disable-usage-stats", "--num-cpus=1", *args], env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
 @pytest.mark.timeout(900)
 def test_losing_the_worker_node_retries_its_trial_from_the_checkpoint(tmp_path, write_space, ray_env, load_run_study,
-                                                                      ray_kit):
-    from bench.crash_cycles import node_pids
-
-    port = ray_kit.free_port()
-    address = f"127.0.0.2:{port}"
-    marker = ray_env["RAY_TMPDIR"]
-    try:
-        _ray_start(["--head", "--node-ip-address=127.0.0.2", f"--port={port}", "--include-dashboard=false"], ray_env)
-        _ray_start([f"--address={address}", "--node-ip-address=127.0.0.3"], ray_env)
-        # two trials at a time, one on each node (one CPU each), checkpoints every 0.3 s
-        space = _space(write_space, epochs=40, minutes=0.005, trials=4, concurrency=2)
-        out, log = tmp_path / "run", tmp_path / "search.log"
-        proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
-                                 "--address", address, "--quiet", "--no-report"], env=ray_env, cwd=REPO,
-                                stdout=log.open("w"), stderr=subprocess.STDOUT)
-        # Both trials in flight have a checkpoint (so the one on the worker node has one): take the node down.
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            try:
-                running = {t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"}
-            except Exception:  # noqa: BLE001 - the study is not created yet
-                running = set()
-            saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in _checkpoint_files(out)}
-            if len(running) == 2 and running <= saved:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail(f"no two checkpointed trials in flight:\n{log.read_text()}")
-        victims = node_pids(marker, "127.0.0.3")
-        assert victims
-        for pid in victims:
-            os.kill(pid, signal.SIGKILL)
-        assert proc.wait(timeout=600) == 0, log.read_text()
-        printed = log.read_text()
-        trials = load_run_study(out).get_trials()
-        complete = [t for t in trials if t.state.name == "COMPLETE"]
-        assert len(complete) == 4, printed
-        # the trial the node took down ran again on the head (Tune's retry or the loop's re-run), from its checkpoint
-        again = [t for t in complete if t.user_attrs.get("retries") or t.user_attrs.get("requeued_from") is not None]
-        assert again, printed
-        for t in again:
-            assert t.user_attrs["node"] == "127.0.0.2"
-            _check_resumed(t)
-        assert "Traceback" not in printed
-    finally:
-        ray_kit.kill_ray_processes(marker, grace=10)
-    assert not ray_kit.ray_pids(marker)
+                                                                      loopback_cluster):
+    # two trials at a time, one on each node (one CPU each), checkpoints every 0.3 s
+    space = _space(write_space, epochs=40, minutes=0.005, trials=4, concurrency=2)
+    out, log = tmp_path / "run", tmp_path / "search.log"
+    proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
+                             "--address", loopback_cluster.address, "--quiet", "--no-report"], env=ray_env, cwd=REPO,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+    # Both trials in flight have a checkpoint (so the one on the worker node has one): take the node down.
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        try:
+            running = {t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"}
+        except Exception:  # noqa: BLE001 - the study is not created yet
+            running = set()
+        saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in _checkpoint_files(out)}
+        if len(running) == 2 and running <= saved:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"no two checkpointed trials in flight:\n{log.read_text()}")
+    loopback_cluster.kill_worker_node()
+    assert proc.wait(timeout=600) == 0, log.read_text()
+    printed = log.read_text()
+    trials = load_run_study(out).get_trials()
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    assert len(complete) == 4, printed
+    # the trial the node took down ran again on the head (Tune's retry or the loop's re-run), from its checkpoint
+    again = [t for t in complete if t.user_attrs.get("retries") or t.user_attrs.get("requeued_from") is not None]
+    assert again, printed
+    for t in again:
+        assert t.user_attrs["node"] == "127.0.0.2"
+        _check_resumed(t)
+    assert "Traceback" not in printed
