@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -118,12 +119,17 @@ def _real_goal_text(analysis: dict[str, Any]) -> str:
     ratio, arm = min(finite)
     ci = rows[arm].get("relative_interval_95") or [math.nan, math.nan]
     stopped = {a: r["stopped_per_run"]["median"] for a, r in rows.items() if r.get("stopped_per_run", {}).get("median")}
+    random_spent = analysis.get("rows", {}).get("random", {}).get("total_train_seconds", {}).get("median", math.nan)
+    spent = {a: r["total_train_seconds"]["median"] / random_spent for a, r in rows.items()
+             if r.get("total_train_seconds") and math.isfinite(random_spent) and random_spent > 0}
     return (f"**Goal** (real searches, ≤ {analysis.get('goal_ratio', 0.3):g}× random's compute): "
             f"{'**met**' if ratio <= analysis.get('goal_ratio', 0.3) else '**not met**'}; the best arm is `{arm}` at "
             f"{ratio:.2f}x [95% bootstrap over seeds {fmt(ci[0], '.2f')}–"
             f"{fmt(ci[1], '.2f') if math.isfinite(ci[1]) else 'never'}]"
             + (f"; MO-ASHA arms stopped {', '.join(f'{a} {n:g}' for a, n in stopped.items())} trials per search "
-               "(median) and spent about half the compute, without reaching random's final hypervolume"
+               f"(median) and spent {', '.join(f'{spent[a]:.2f}x' for a in stopped if a in spent)} of random's compute"
+               + ("" if any(math.isfinite(rows[a].get("relative_to_random", math.inf)) for a in stopped)
+                  else ", without reaching random's final hypervolume")
                if stopped else "") + ".")
 
 
@@ -1027,6 +1033,7 @@ def render(result: dict[str, Any]) -> str:
     if real:
         errors = [f"{r['sampler']} seed {r['seed']}: {r['error']}" for r in real["runs"] if "error" in r]
         walls = summarize(r["wall_seconds"] for r in real["runs"] if "wall_seconds" in r)
+        loads = summarize(r["load"][0] for r in real["runs"] if r.get("load"))
         parts += [
             "",
             "### Real searches (trials really train)",
@@ -1036,10 +1043,13 @@ def render(result: dict[str, Any]) -> str:
             f"{real['seeds']} seed(s) per sampler, samplers interleaved within a seed; trials in completion "
             f"order; reference point = that of all real trials together "
             f"({real['analysis']['reference'][0]:.3f}, {real['analysis']['reference'][1]:.1f}). Wall time per "
-            f"search {fmt_summary(walls, '.0f', 'range')} s. Run dirs (trials.csv, report) under `runs/bench-search/`."
+            f"search {fmt_summary(walls, '.0f', 'range')} s; load average (1 min) at each search's start "
+            f"{fmt_summary(loads, '.1f', 'range')} ({os.cpu_count()} cores here; above that, other work "
+            "shared the machine and train_seconds are longer than on an idle one, arms alike as they are "
+            "interleaved within a seed). Run dirs (trials.csv, report) under `runs/bench-search/`."
             + (f" Errors: {'; '.join(errors)}." if errors else "")
-            + (f" These searches are from the run of {real['from_previous_run']}: they were not re-run with "
-               "the schedulers, which the replay above compares." if real.get("from_previous_run") else "")
+            + (f" These searches are from the run of {real['from_previous_run']}; only the replay above was run "
+               "again since (`--skip-real`)." if real.get("from_previous_run") else "")
             + (" With one seed and a few trials per sampler these rows are anecdotes (trial order under Ray and "
                "noisy train_seconds also differ run to run); the replay above is the sampler comparison."
                if real["seeds"] < 3 else ""),
