@@ -462,8 +462,8 @@ def oracle_search(points: np.ndarray, required: Iterable[int], target: float, re
                     best = (cost, rows)
         return OracleSearch(base_cost + best[0], base_cost, tuple(sorted(best[1])), True)
     chosen: list[int] = []
-    while hv(chosen) < goal:
-        gains = [((hv([*chosen, i]) - hv(chosen)) / max(pts[i, 1], 1e-12), i) for i in front if i not in chosen]
+    while (now := hv(chosen)) < goal:
+        gains = [((hv([*chosen, i]) - now) / max(pts[i, 1], 1e-12), i) for i in front if i not in chosen]
         chosen.append(max(gains)[1])
     return OracleSearch(base_cost + float(pts[chosen, 1].sum()), base_cost, tuple(sorted(chosen)), False)
 

@@ -675,8 +675,9 @@ def oracle_bound(space: Any, table: Any, reference: np.ndarray, hv_max: float, a
         "seconds": found.seconds, "baseline_seconds": found.required_seconds, "exact": found.exact,
         "ratio": found.seconds / random_t, "baseline_ratio": found.required_seconds / random_t,
         "goal_seconds": GOAL_RATIO * random_t, "slack_seconds": GOAL_RATIO * random_t - found.seconds,
-        "rows": [{"params": table.params[i], "accuracy": table.outcomes[i][0], "train_seconds": table.outcomes[i][1]}
-                 for i in found.rows],
+        "rows": [{"params": table.params[i], "algorithms": space.algorithms_on(table.params[i]),
+                  "budget": table.params[i].get("budget"), "accuracy": table.outcomes[i][0],
+                  "train_seconds": table.outcomes[i][1]} for i in found.rows],
         "cheapest_budget": low,
         "cheapest_budget_median_seconds": float(np.median([secs for p, (_, secs) in zip(table.params, table.outcomes)
                                                            if p.get("budget") == low])),
@@ -878,11 +879,6 @@ def _real_table(analysis: dict[str, Any]) -> str:
                      "train s to reach it, those seeds [IQR]"], rows)
 
 
-def _recipe_label(params: dict[str, Any]) -> str:
-    on = [k.removeprefix("alg.") for k, v in params.items() if k.startswith("alg.") and v is True]
-    return f"{'+'.join(on) or 'base'} at budget {params.get('budget', '?'):g}"
-
-
 def _oracle_text(rep: dict[str, Any]) -> list[str]:
     """How far the goal is from what any search could do on this table (``oracle_bound``)."""
     o = rep.get("oracle")
@@ -893,7 +889,8 @@ def _oracle_text(rep: dict[str, Any]) -> list[str]:
         f"**Room for the goal on this table.** The cheapest search that reaches random's final hypervolume, "
         f"for a searcher that knew every outcome, trains the baselines ({o['baseline_seconds']:.1f} s, "
         f"{o['baseline_ratio']:.2f}x of random's compute, run first by every arm) and then "
-        + (", ".join(f"{_recipe_label(r['params'])} ({r['train_seconds']:.2f} s)" for r in o["rows"]) or "nothing")
+        + (", ".join(f"{'+'.join(r['algorithms']) or 'base'} at budget {r['budget']:g} ({r['train_seconds']:.2f} s)"
+                     for r in o["rows"]) or "nothing")
         + f": {o['seconds']:.1f} s, **{o['ratio']:.2f}x** of random's compute"
         + (" (exact: every subset of the table's front tried; a dominated recipe is never needed, its "
            "dominator being cheaper)" if o["exact"] else " (a greedy upper bound: the front was too large to enumerate)")
