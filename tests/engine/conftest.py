@@ -181,6 +181,30 @@ def load_run_study():
     return _study
 
 
+def _wait_for_trials(proc: subprocess.Popen, out: Path, log: Path, what: str, reached: Any, timeout: float = 240,
+                     every: float = 0.1) -> list[Any]:
+    """Poll the study of the search ``proc`` runs into ``out`` until ``reached(trials)``; its trials then. Fails
+    with the search's ``log`` if the search ends first or ``timeout`` passes (before its study exists: no trials)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        try:
+            trials = _study(out).get_trials()
+        except Exception:  # noqa: BLE001 - the study is not created yet
+            trials = []
+        if reached(trials):
+            return trials
+        time.sleep(every)
+    pytest.fail(f"no {what} within {timeout:g} s:\n{log.read_text()}")
+
+
+@pytest.fixture
+def wait_for_trials():
+    """``wait_for_trials(proc, out, log, what, reached, timeout=240, every=0.1) -> trials``: a search running in a
+    subprocess, watched through its study until ``reached(trials)`` holds."""
+    return _wait_for_trials
+
+
 @pytest.fixture
 def ray_kit():
     """Helpers for tests that manage Ray processes themselves: free_port, ray_pids, kill_ray_processes."""

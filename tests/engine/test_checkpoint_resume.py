@@ -115,7 +115,7 @@ def test_kill_9_of_the_search_then_resume_continues_the_trial_from_its_checkpoin
 
 @pytest.mark.timeout(900)
 def test_losing_the_worker_node_retries_its_trial_from_the_checkpoint(tmp_path, write_space, ray_env, load_run_study,
-                                                                      loopback_cluster):
+                                                                      loopback_cluster, wait_for_trials):
     # two trials at a time, one on each node (one CPU each), checkpoints every 0.3 s
     space = _space(write_space, epochs=40, minutes=0.005, trials=4, concurrency=2)
     out, log = tmp_path / "run", tmp_path / "search.log"
@@ -123,19 +123,12 @@ def test_losing_the_worker_node_retries_its_trial_from_the_checkpoint(tmp_path, 
                              "--address", loopback_cluster.address, "--quiet", "--no-report"], env=ray_env, cwd=REPO,
                             stdout=log.open("w"), stderr=subprocess.STDOUT)
     # Both trials in flight have a checkpoint (so the one on the worker node has one): take the node down.
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        try:
-            running = {t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"}
-        except Exception:  # noqa: BLE001 - the study is not created yet
-            running = set()
+    def both_checkpointed(trials: list) -> bool:
+        running = {t.number for t in trials if t.state.name == "RUNNING"}
         saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in _checkpoint_files(out)}
-        if len(running) == 2 and running <= saved:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"no two checkpointed trials in flight:\n{log.read_text()}")
+        return len(running) == 2 and running <= saved
+
+    wait_for_trials(proc, out, log, "two checkpointed trials in flight", both_checkpointed)
     loopback_cluster.kill_worker_node()
     assert proc.wait(timeout=600) == 0, log.read_text()
     printed = log.read_text()
@@ -146,6 +139,6 @@ def test_losing_the_worker_node_retries_its_trial_from_the_checkpoint(tmp_path, 
     again = [t for t in complete if t.user_attrs.get("retries") or t.user_attrs.get("requeued_from") is not None]
     assert again, printed
     for t in again:
-        assert t.user_attrs["node"] == "127.0.0.2"
+        assert t.user_attrs["node"] == loopback_cluster.head
         _check_resumed(t)
     assert "Traceback" not in printed

@@ -25,7 +25,7 @@ def test_search_on_a_two_node_loopback_cluster(tmp_path, write_space, ray_env, r
     assert not (out / "study.db").exists()
     trials = optuna.load_study(study_name="tiny", storage=db).get_trials()
     assert [t.state.name for t in trials] == ["COMPLETE"] * 6
-    assert {t.user_attrs["node"] for t in trials} == {"127.0.0.2", "127.0.0.3"}
+    assert {t.user_attrs["node"] for t in trials} == {loopback_cluster.head, loopback_cluster.worker}
     assert len(pd.read_csv(out / "trials.csv")) == len(trials)
     meta = json.loads((out / "run.json").read_text())
     assert meta["ray_address"] == address and meta["cluster"]["nodes"] == 2 and meta["storage"] == db
@@ -38,7 +38,7 @@ def test_search_on_a_two_node_loopback_cluster(tmp_path, write_space, ray_env, r
 # ~50 s on an idle machine; the 300 s default is too tight when the 2 cores are shared with a search.
 @pytest.mark.timeout(900)
 def test_losing_the_worker_node_mid_trial_retries_the_trial_and_the_search_completes(
-        tmp_path, write_space, ray_env, run_cli, load_run_study, loopback_cluster):
+        tmp_path, write_space, ray_env, run_cli, load_run_study, loopback_cluster, wait_for_trials):
     import time
 
     import yaml
@@ -54,19 +54,9 @@ def test_losing_the_worker_node_mid_trial_retries_the_trial_and_the_search_compl
                             cwd=Path(__file__).parents[2], stdout=log.open("w"), stderr=subprocess.STDOUT)
     # Once a trial finished on the worker node its actor is warm there and takes the next trial at once:
     # wait for that, then for a trial in flight, and take the node down (every process of it, SIGKILL).
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        try:
-            trials = load_run_study(out).get_trials()
-        except Exception:  # noqa: BLE001 - the study is not created yet
-            trials = []
-        warm = any(t.user_attrs.get("node") == "127.0.0.3" for t in trials)
-        if warm and any(t.state.name == "RUNNING" for t in trials):
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail(f"no trial on the worker node:\n{log.read_text()}")
+    wait_for_trials(proc, out, log, "trial on the worker node",
+                    lambda trials: any(t.user_attrs.get("node") == loopback_cluster.worker for t in trials)
+                    and any(t.state.name == "RUNNING" for t in trials), every=0.2)
     time.sleep(0.5)
     loopback_cluster.kill_worker_node()
     assert proc.wait(timeout=300) == 0, log.read_text()
@@ -83,7 +73,7 @@ def test_losing_the_worker_node_mid_trial_retries_the_trial_and_the_search_compl
             assert t.state.name == "FAIL" and t.user_attrs["worker_lost"] and t.number in rerun_of, printed
     retried = [t for t in complete if t.user_attrs.get("retries")]
     assert retried, printed
-    assert all(t.user_attrs["node"] == "127.0.0.2" for t in retried)
+    assert all(t.user_attrs["node"] == loopback_cluster.head for t in retried)
     reasons = [t.user_attrs.get("retry_reason") or t.user_attrs.get("error") for t in trials
                if t.user_attrs.get("retries")]
     assert all(r.startswith(("worker lost", "worker crashed")) for r in reasons), reasons
