@@ -92,9 +92,22 @@ def find_search_run(dataset: str) -> tuple[Path, Any] | None:
             continue
         if json.loads(ok.iloc[0]["recipe_json"]).get("data", {}).get("name") != dataset:
             continue
-        if best is None or csv.stat().st_mtime > best[0]:
-            best = (csv.stat().st_mtime, csv.parent, ok)
+        when = _started(ok, csv)
+        if best is None or when > best[0]:
+            best = (when, csv.parent, ok)
     return None if best is None else (best[1], best[2])
+
+
+def _started(ok: Any, csv: Path) -> float:
+    """When the search's last trial started (trials.csv's own dates; a checkout or a copy sets the files'
+    modification times in no particular order); the file's time only for a table without dates."""
+    import pandas as pd
+
+    if "datetime_start" in ok:
+        dates = pd.to_datetime(ok["datetime_start"], errors="coerce").dropna()
+        if not dates.empty:
+            return float(dates.max().timestamp())
+    return csv.stat().st_mtime
 
 
 def search_objectives(run_dir: Path) -> Objectives:

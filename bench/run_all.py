@@ -1,11 +1,11 @@
 """Run the benchmarks and rewrite ``reports/benchmarks.md`` (``make bench``).
 
-    python -m bench.run_all                      # all nine, full size (hours on 2 CPU cores)
+    python -m bench.run_all                      # all ten, full size (hours on 2 CPU cores)
     python -m bench.run_all --quick              # the documented short versions (~10 min on an idle machine)
     python -m bench.run_all --only trainer_efficiency,algorithm_cost
     python -m bench.run_all --render             # no measuring: rebuild the markdown from reports/bench/*.json
 
-Each benchmark saves its raw results to ``reports/bench/<name>.json``; the markdown always has all nine
+Each benchmark saves its raw results to ``reports/bench/<name>.json``; the markdown always has all ten
 sections, a benchmark not run this time keeping its previous results (with their own date and
 environment). A benchmark that crashes leaves its previous results in place and makes the exit code 1.
 
@@ -23,6 +23,8 @@ What ``--quick`` does, per benchmark:
 - crash_cycles: 3 kill -9 cycles of a 20-trial digits search instead of 10 of a 30-trial one.
 - ablation: 1 seed per arm instead of 2.
 - streaming: 2 repeats of 2-epoch runs instead of 4 of 3.
+- gpu: 1 seed instead of 3, 1 CIFAR-format epoch instead of 3. It runs only where CUDA is available (a lent
+  GPU machine); elsewhere it is skipped and its previous results stay (not a failure).
 
 Not part of any run (slow: valgrind emulates every instruction, imports included): the trainer's
 instructions per step against the bare loop's, `python -m bench.trainer_efficiency --instructions`,
@@ -40,7 +42,7 @@ from typing import Any
 from bench.common import REPORTS, env_lines, load_result, save_result
 
 BENCHMARKS = ("trainer_efficiency", "algorithm_cost", "scheduling_overhead", "search_efficiency", "recipe_speedup",
-              "replication", "crash_cycles", "ablation", "streaming")
+              "replication", "crash_cycles", "ablation", "streaming", "gpu")
 
 
 def _module(name: str) -> Any:
@@ -48,7 +50,7 @@ def _module(name: str) -> Any:
 
 
 def render_markdown() -> str:
-    """All nine sections from the saved JSON results (a missing one says how to produce it)."""
+    """All ten sections from the saved JSON results (a missing one says how to produce it)."""
     lines = [
         "# recipesearch benchmarks",
         "",
@@ -79,6 +81,12 @@ def render_markdown() -> str:
     return "\n".join(lines)
 
 
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Run recipesearch's benchmarks and rewrite reports/benchmarks.md.")
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
@@ -96,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             t0 = time.perf_counter()
             print(f"=== {name}{' (quick)' if args.quick else ''} ===", flush=True)
+            if getattr(_module(name), "NEEDS_CUDA", False) and not _cuda():
+                print(f"=== {name} skipped: needs a CUDA device; its previous results stay ===", flush=True)
+                continue
             try:
                 result = _module(name).run(quick=args.quick)
             except KeyboardInterrupt:

@@ -149,3 +149,22 @@ def test_candidates_are_picked_on_the_metric_the_search_selected_on(trials, tmp_
     val.loc[val["number"] == 7, "val_accuracy"] = 0.85
     assert trial_numbers(front_candidates(val, objectives)) == [8, 4, 6]
     assert trial_numbers(front_candidates(val)) == [8, 4, 6, 7]
+
+
+def test_the_newest_search_is_picked_by_its_trials_dates_not_by_file_times(tmp_path, monkeypatch):
+    """A checkout or a copy (the lent GPU machine's) sets the files' times in no particular order."""
+    import os
+
+    import bench.recipe_speedup as rs
+
+    for name, day, mtime in (("older", "2026-11-20", 2_000_000_000), ("newer", "2026-11-24", 1_000_000_000)):
+        run = tmp_path / "reports" / "examples" / name
+        run.mkdir(parents=True)
+        df = pd.DataFrame([_row(0, 1.0, 0.9, 10, True)]).assign(datetime_start=f"{day} 10:00:00")
+        df["recipe_json"] = [json.dumps({**json.loads(df["recipe_json"][0]), "data": {"name": "fashion_mnist"}})]
+        df.to_csv(run / "trials.csv", index=False)
+        os.utime(run / "trials.csv", (mtime, mtime))  # the older search's file looks newer
+    monkeypatch.setattr(rs, "ROOT", tmp_path)
+    found = rs.find_search_run("fashion_mnist")
+    assert found is not None and found[0].name == "newer"
+    assert rs.find_search_run("digits") is None

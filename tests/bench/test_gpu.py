@@ -1,0 +1,58 @@
+"""bench/gpu.py without a GPU: its CIFAR-format files load through the real loader, it refuses to run
+without CUDA (and bench.run_all skips it, keeping the saved results), and the saved results render."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
+    sys.path.insert(0, str(ROOT))
+
+import bench.gpu as gpu  # noqa: E402
+import bench.run_all as run_all  # noqa: E402
+
+
+def test_cifar_format_files_load_with_the_cifar10_loader(tmp_path):
+    from recipesearch.data import DataSpec, get_dataset
+
+    gpu.write_cifar_format(tmp_path / "cifar-10-batches-py", n_train=50, n_test=20)
+    raw = get_dataset("cifar10")(DataSpec(name="cifar10", root=str(tmp_path)))
+    assert raw.train_images.shape == (50, 3, 32, 32) and raw.test_images.shape == (20, 3, 32, 32)
+    assert raw.train_images.dtype == torch.uint8 and int(raw.train_labels.max()) < 10
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_without_cuda_it_refuses_and_run_all_skips_it_keeping_the_saved_results(monkeypatch, tmp_path, capsys):
+    with pytest.raises(RuntimeError, match="needs a CUDA device"):
+        gpu.run(quick=True)
+    saved = []
+    monkeypatch.setattr(run_all, "save_result", lambda name, result: saved.append(name))
+    monkeypatch.setattr(run_all, "REPORTS", tmp_path)
+    assert run_all.main(["--only", "gpu"]) == 0
+    assert saved == [] and "gpu skipped: needs a CUDA device" in capsys.readouterr().out
+    assert "## 10. GPU path" in (tmp_path / "benchmarks.md").read_text()
+
+
+def test_the_saved_result_renders_its_tests_speedups_and_the_cifar_timing():
+    result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
+    text = gpu.render(result)
+    t = result["cuda_tests"]
+    assert f"{t['counts']['passed']} passed" in text and "test_real_gpu_fit_has_no_sync" in text
+    for s in result["fashion_mnist"]["speedups"]:
+        assert f"seed {s['seed']}:" in text
+    assert "s per epoch" in text and "time to 94% is not measured" in text
+
+
+def test_speedups_are_read_per_seed_off_that_seeds_curves():
+    runs = [{"seed": s, "arm": arm, "train_seconds": t, "accuracy": a}
+            for s in (0, 1)
+            for arm, t, a in (("baseline @ budget 2", 10.0, 0.90), ("baseline @ budget 5", 20.0, 0.92),
+                              ("recipe @ budget 2", 5.0, 0.91), ("recipe @ budget 5", 10.0, 0.93 - 0.02 * s))]
+    first, second = gpu._speedups(runs, 2)
+    assert first["status"] == "interpolated" and 2.0 < first["speedup"] < 4.0
+    assert second["status"] == "not reached"
