@@ -13,7 +13,10 @@ Method
    the same budgets, all in bf16 autocast on ``cuda`` (a strong GPU baseline uses mixed precision), arms
    interleaved in rotated order per seed, fresh seeds. Test accuracy; train_seconds exclude evaluation.
    Speedup at the 10-epoch baseline's accuracy: ``bench.recipe_speedup.curve_speedup`` per seed.
-3) CIFAR-10 (issue 17, item 4): the CIFAR-10 data cannot be fetched on the lent machine (no network) nor
+3) What each of the recipe's methods costs on the GPU: the recipe at budget 1 (2 epochs), whole and without
+   each method (``bench.ablation.arms_of``, as §8 on the CPU), plus the baseline, one seed, arms in rotated
+   order twice; images/s (train_seconds: accuracy at 2 epochs is not the point here).
+4) CIFAR-10 (issue 17, item 4): the CIFAR-10 data cannot be fetched on the lent machine (no network) nor
    carried to it (163 MB against the 64 MiB a call may carry), so time to 94 % cannot be measured here.
    What is measured: ``recipes/cifar10_airbench.yaml`` (ResNet-9, batch 1024, bf16, Muon, patch whitening,
    flip TTA) for ``CIFAR_EPOCHS`` epochs on CIFAR-format files of random pixels (50000 + 10000 images, the
@@ -112,6 +115,22 @@ def _speedups(runs: list[dict[str, Any]], n_seeds: int) -> list[dict[str, Any]]:
     return out
 
 
+def _method_costs(repeats: int) -> dict[str, Any]:
+    from bench.ablation import arms_of
+
+    _, arms = _fashion_arms()
+    recipe, base = arms[f"recipe @ budget {BUDGETS[0]:g}"], arms[f"baseline @ budget {BUDGETS[0]:g}"]
+    arms = {"baseline": {**base, "budget": 1.0}, **arms_of({**recipe, "budget": 1.0}, base)}
+    labels, runs = list(arms), []
+    # the first fit in a process pays CUDA's one-off start-up (cuDNN's autotuning, kernel loading): not a cost
+    _fit({**arms["whole recipe"], "budget": 0.1, "seed": SEED_OFFSET + 99})
+    for r in range(repeats):
+        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+            runs.append({"seed": r, "arm": label, **_fit({**arms[label], "seed": SEED_OFFSET + 100 + r})})
+            print(f"  {label}: {runs[-1]['throughput']:.0f} images/s", flush=True)
+    return {"arms": labels, "runs": runs, "repeats": repeats, "warmup": True}
+
+
 def write_cifar_format(directory: Path, n_train: int = 50000, n_test: int = 10000, seed: int = 0) -> None:
     """Random pixels and labels in CIFAR-10's python layout (five training batches, one test batch)."""
     rng = np.random.default_rng(seed)
@@ -151,6 +170,8 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
     n_seeds = seeds or (1 if quick else SEEDS)
     print(f"[{NAME}] Fashion-MNIST, {n_seeds} seed(s)", flush=True)
     result["fashion_mnist"] = {**_fashion(n_seeds), "seeds": n_seeds}
+    print(f"[{NAME}] what each method costs on the GPU", flush=True)
+    result["method_costs"] = _method_costs(1 if quick else 2)
     print(f"[{NAME}] CIFAR-format timing, {CIFAR_EPOCHS} epochs", flush=True)
     result["cifar"] = _cifar(1 if quick else CIFAR_EPOCHS)
     result["wall_seconds"] = time.perf_counter() - t0
@@ -195,6 +216,24 @@ def render(result: dict[str, Any]) -> str:
                   f"2 CPU cores is {verdict} than the baseline; it trains at {fmt(rate, '.2f')}x the baseline's images/s "
                   f"(on the CPU its methods' costs are weighed against a slower baseline step, §2 and §8). A recipe is "
                   f"found for the hardware it is searched on.", ""]
+    if "method_costs" in result:
+        mc = result["method_costs"]
+        best = {arm: max((r["throughput"] for r in mc["runs"] if r["arm"] == arm and math.isfinite(r["throughput"])),
+                         default=math.nan) for arm in mc["arms"]}
+        base_runs = [r["throughput"] for r in sorted(mc["runs"], key=lambda r: r["seed"]) if r["arm"] == "baseline"]
+        cold = ("" if mc.get("warmup") or len(base_runs) < 2 else
+                f" This run had no warm-up fit: the first fits in the process paid CUDA's one-off start-up (the "
+                f"baseline's first run {base_runs[0] / base_runs[1]:.2f}x the images/s of its second), hence the best "
+                f"of the runs.")
+        ratio = {a: v / best["whole recipe"] for a, v in best.items()}
+        costly = ", ".join(f"{a[8:]} (x{ratio[a]:.2f})" for a in sorted(ratio, key=lambda a: -ratio[a])
+                           if a.startswith("without ") and ratio[a] > 1.05) or "none"
+        rows = [[arm, fmt(best[arm], ".0f"), fmt(ratio[arm], ".2f")] for arm in best]
+        lines += [f"**What each method costs on the GPU** (the recipe at budget 1, whole and without each method, "
+                  f"best of {mc['repeats']} run(s) each; images/s relative to the whole recipe: above 1, the method "
+                  f"slows it).{cold} Costing over 5 %: "
+                  f"{costly}.",
+                  "", md_table(["arm", "images/s", "x whole recipe"], rows), ""]
     if "error" in cf:
         lines.append(f"**CIFAR-10 airbench-style recipe**: failed: {cf['error']}")
     else:
@@ -214,10 +253,18 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=TITLE)
     p.add_argument("--quick", action="store_true", help="1 seed, 1 CIFAR-format epoch")
     p.add_argument("--seeds", type=int)
+    p.add_argument("--costs-only", action="store_true",
+                   help="only the per-method costs, added to the saved results of a full run")
     args = p.parse_args(argv)
-    from bench.common import save_result
+    from bench.common import load_result, save_result
 
-    res = run(quick=args.quick, seeds=args.seeds)
+    if args.costs_only:
+        res = load_result(NAME)
+        if res is None:
+            p.error("--costs-only adds to saved results: run it without --costs-only first")
+        res["method_costs"] = _method_costs(1 if args.quick else 2)
+    else:
+        res = run(quick=args.quick, seeds=args.seeds)
     print(f"wrote {save_result(NAME, res)}")
     print(render(res))
 

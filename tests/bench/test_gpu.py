@@ -56,3 +56,15 @@ def test_speedups_are_read_per_seed_off_that_seeds_curves():
     first, second = gpu._speedups(runs, 2)
     assert first["status"] == "interpolated" and 2.0 < first["speedup"] < 4.0
     assert second["status"] == "not reached"
+
+
+def test_method_costs_render_best_of_runs_relative_to_the_whole_recipe():
+    result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
+    runs = [{"seed": r, "arm": arm, "throughput": tp * (0.5 if r == 0 else 1.0)}
+            for r in (0, 1) for arm, tp in (("baseline", 400.0), ("whole recipe", 100.0), ("without sam", 150.0),
+                                            ("without ema", 102.0))]
+    result["method_costs"] = {"arms": ["baseline", "whole recipe", "without sam", "without ema"], "runs": runs,
+                              "repeats": 2}
+    text = gpu.render(result)
+    assert "| without sam | 150 | 1.50 |" in text and "| baseline | 400 | 4.00 |" in text
+    assert "Costing over 5 %: sam (x1.50)." in text and "first run 0.50x" in text
