@@ -28,8 +28,8 @@ unwrapped model and the already averaged gradients, identically on every rank.
 from __future__ import annotations
 
 import contextlib
-import gc
 import datetime
+import gc
 import random
 import re
 from collections.abc import Iterator
