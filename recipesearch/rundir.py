@@ -59,8 +59,9 @@ NUMERIC_COLUMNS = ("budget", "epochs", "accuracy", "val_accuracy", "loss", "trai
 # ``rungs``: what a trial reported at its rungs (scheduler: moasha), JSON [[fraction, accuracy, train_seconds], ...]
 TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete",
                 "stage", "hardware", "rungs")
-# ``stage`` of a trial (engine/study.py): the LR sweep, the baseline runs, proposals, confirmation re-runs.
-STAGES = ("tune", "baseline", "search", "confirm")
+# ``stage`` of a trial (engine/study.py): the LR sweep, the baseline runs, proposals, confirmation re-runs,
+# the simplify stage's runs (engine/simplify.py).
+STAGES = ("tune", "baseline", "search", "confirm", "simplify")
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> Path:

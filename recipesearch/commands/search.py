@@ -30,6 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", choices=("fifo", "moasha", "promote", "moasha+promote"),
                    help="stop dominated trials at rungs (moasha), start proposals at the cheapest budget and move "
                         "the best up (promote), or both (overrides the space's scheduler.name)")
+    p.add_argument("--simplify", action="store_true",
+                   help="after the confirmation, train the headline recipe without each of its methods, then "
+                        "without those it does not need as a new curve (turns on the space's simplify stage; "
+                        "works on --resume of a finished search)")
     p.add_argument("--checkpoint-minutes", type=non_negative_number, metavar="M",
                    help="checkpoint each running trial every M minutes, so a trial cut by a lost node or kill -9 "
                         "goes on from there (Ray Tune's retry, --resume); 0: none (overrides checkpoint_minutes, "
@@ -94,6 +98,6 @@ def run(args: argparse.Namespace) -> int:
            storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,
            cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
            executor=args.executor, scheduler=args.scheduler, report=args.report, report_every=args.report_every,
-           checkpoint_minutes=args.checkpoint_minutes,
+           checkpoint_minutes=args.checkpoint_minutes, simplify=args.simplify,
            command=["recipesearch", *sys.argv[1:]])
     return 0

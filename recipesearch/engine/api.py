@@ -67,6 +67,7 @@ def search(
     report_every: int = 4,
     command: list[str] | None = None,
     checkpoint_minutes: float | None = None,
+    simplify: bool = False,
 ) -> SearchResult:
     """Run (or with ``resume=True`` continue) a recipe search; return its ``SearchResult``.
 
@@ -74,7 +75,8 @@ def search(
     non-empty one needs ``resume`` or ``force``. ``address``: join that Ray cluster instead of starting a
     local Ray. ``storage``: an Optuna RDB URL instead of ``sqlite:///OUT/study.db``. ``trials``,
     ``concurrency``, ``cpus_per_trial`` and ``gpus_per_trial`` (a number or "auto") override the space's
-    values; ``scheduler`` the space's ``scheduler.name``; ``checkpoint_minutes`` the space's (0: no checkpoints).
+    values; ``scheduler`` the space's ``scheduler.name``; ``checkpoint_minutes`` the space's (0: no checkpoints);
+    ``simplify`` turns the simplify stage on (engine/simplify.py).
     ``executor``: "ray" (trials on Ray Tune) or "inprocess"
     (no Ray: one trial after another in this process). ``report``: build the HTML report every
     ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
@@ -94,7 +96,7 @@ def search(
     options = SearchOptions(out=Path(out), resume=resume, force=force, address=address, storage=storage,
                             quiet=quiet, trials=trials, concurrency=concurrency, cpus_per_trial=cpus_per_trial,
                             gpus_per_trial=gpus_per_trial, executor=executor,  # type: ignore[arg-type]
-                            scheduler=scheduler, checkpoint_minutes=checkpoint_minutes,
+                            scheduler=scheduler, checkpoint_minutes=checkpoint_minutes, simplify=simplify,
                             report=report, report_every=report_every,
                             command=command or _api_command(loaded, out))
     df = SearchDriver(loaded, options).run()

@@ -84,6 +84,7 @@ class SearchOptions:
     executor: Literal["ray", "inprocess"] = "ray"  # inprocess: no Ray, trials one after another here
     scheduler: str | None = None  # overrides space.scheduler.name (fifo, moasha, promote, moasha+promote)
     checkpoint_minutes: float | None = None  # overrides space.checkpoint_minutes (0: no checkpoints)
+    simplify: bool = False  # turns the simplify stage on (engine/simplify.py), whatever the space says
     report: bool = True  # build the report (recipesearch.report) at the end, and during the search
     report_every: int = 4  # rebuild the report after this many finished trials (0: only at the end)
     # ... but at most this often: a build is ~4 s of CPU that would compete with the trials being timed
@@ -127,6 +128,8 @@ class SearchDriver:
             if options.scheduler not in SCHEDULERS:
                 raise UserError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, not {options.scheduler!r}")
             self.space = space = space.with_scheduler(name=options.scheduler)
+        if options.simplify:
+            self.space = space = space.with_simplify(True)
         minutes = options.checkpoint_minutes
         if minutes is not None:
             if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 <= minutes < float("inf"):
@@ -202,7 +205,7 @@ class SearchDriver:
             self.log.start(command=opts.command, space=space, storage=url, ray_address=address,
                            n_trials=self.n_trials, run_dir=run.root, executor=opts.executor)
             self.log.update(cluster=cluster, concurrency=self.concurrency, scheduler=asdict(space.scheduler),
-                            checkpoint_minutes=space.checkpoint_minutes,
+                            simplify_stage=asdict(space.simplify), checkpoint_minutes=space.checkpoint_minutes,
                             trial_resources=self.trial_resources.as_dict() if self.trial_resources else None)
             self._write_csv()
             done = self.loop.finished()
@@ -278,6 +281,10 @@ class SearchDriver:
             "share_of_train_seconds": round(confirm / total, 4) if total > 0 else 0.0,
             "max_share": self.space.confirm.max_share,
         })
+        if self.loop.simplify_plan is not None:
+            secs_simplify = float(secs[df["stage"] == "simplify"].sum()) if secs is not None else 0.0
+            self.log.update(simplify={**self.loop.simplify_plan.to_dict(),
+                                      "share_of_train_seconds": round(secs_simplify / total, 4) if total > 0 else 0.0})
 
     # -- per-trial hooks
     def _on_start(self, proposal: Proposal) -> None:

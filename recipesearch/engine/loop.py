@@ -8,6 +8,8 @@
         baseline  ... and search: queued baselines first, then proposals, until ``n_trials`` finished
         confirm   once every earlier trial finished: the best proposals again at every budget with
                   more seeds (engine/confirm.py), until all of those finished
+        simplify  (``simplify:`` on) once the confirmation finished: the headline recipe without each of its
+                  methods, then without those it does not need as a new curve (engine/simplify.py)
         executor.run(loop):        # in-process (tests, replay, small runs) or Ray Tune (executors.py)
             proposal = loop.ask()  # sweep: its next moves are queued first; then study.ask() pops the
                                    # queue or samples; params → validated recipe in the driver
@@ -33,6 +35,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.analysis.frontier import finite
+from recipesearch.engine import simplify
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
@@ -41,6 +44,7 @@ from recipesearch.errors import ConfigError, UserError
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
 
+POST_STAGES = (st.CONFIRM, st.SIMPLIFY)  # after the search: their runs come on top of ``n_trials``
 WAIT = "wait"  # nothing to ask now: what comes next depends on trials in flight
 DONE = "done"  # the budget is met (counting trials in flight) or the sweep has nothing left
 
@@ -153,6 +157,8 @@ class SearchLoop:
         self.stop_reason = ""
         self._baselines_queued = False
         self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
+        self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
+        self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
 
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
@@ -181,10 +187,10 @@ class SearchLoop:
         return st.count_finished(self.trials())
 
     def total(self) -> int:
-        """Trials this search will have finished at the end: the budget, plus the confirmation runs
-        once they are planned."""
+        """Trials this search will have finished at the end: the budget, plus the confirmation and simplify
+        runs once they are planned."""
         trials = self.trials()
-        return self.n_trials + (st.count_finished(trials, [st.CONFIRM]) + self._confirm_left(trials)
+        return self.n_trials + (st.count_finished(trials, POST_STAGES) + self._post_left(trials)
                                 if self.plan is not None else 0)
 
     def remaining(self) -> int:
@@ -192,12 +198,12 @@ class SearchLoop:
         left = self.n_trials - st.count_finished(trials, EARLIER_STAGES)
         if left > 0 and not self._search_exhausted(trials):
             return left
-        self._plan_confirmation(trials)
-        return self._confirm_left(self.trials())
+        self._plan_post(trials)
+        return self._post_left(self.trials())
 
     # -- stages
     def _search_in_flight(self) -> int:
-        return sum(1 for p in self.in_flight.values() if p.attrs.get("stage") != st.CONFIRM)
+        return sum(1 for p in self.in_flight.values() if p.attrs.get("stage") not in POST_STAGES)
 
     def _search_exhausted(self, trials: list[FrozenTrial]) -> bool:
         """The sweep has nothing left to propose (the sampled strategies never run out)."""
@@ -223,9 +229,30 @@ class SearchLoop:
         if self.space.confirm.enabled:
             self.on_message(self.plan.describe())
 
+    def _plan_post(self, trials: list[FrozenTrial]) -> None:
+        """The stages after the search: the confirmation, then (once it finished) each step of the simplify
+        stage. A step is planned again only when a post-search trial finished or was queued since."""
+        self._plan_confirmation(trials)
+        trials = self.trials()  # with the confirmation runs just queued
+        if self.plan is None or not self.space.simplify.enabled or self._confirm_left(trials):
+            return
+        post = [t for t in trials if st.stage_of(t) in POST_STAGES]
+        seen = (sum(map(st.is_finished, post)), len(post))
+        if seen == self._simplify_seen:
+            return
+        self._simplify_seen = seen
+        before = self.simplify_plan
+        self.simplify_plan = simplify.plan_simplify(trials, self.space)
+        added = simplify.enqueue_simplify(self.study, self.simplify_plan)
+        if before is None or before.step != self.simplify_plan.step or added:
+            self.on_message(self.simplify_plan.describe())
+
     def _confirm_left(self, trials: list[FrozenTrial]) -> int:
         return sum(1 for t in trials if st.stage_of(t) == st.CONFIRM
                    and t.state in (TrialState.WAITING, TrialState.RUNNING))
+
+    def _post_left(self, trials: list[FrozenTrial]) -> int:
+        return self._confirm_left(trials) + simplify.left(trials)
 
     # -- the whole search, round after round
     def run(self, executor: Executor) -> None:
@@ -242,8 +269,8 @@ class SearchLoop:
         trials = self.trials()
         if not self._search_done(trials):
             return False
-        self._plan_confirmation(trials)
-        return self._confirm_left(self.trials()) == 0
+        self._plan_post(trials)
+        return self._post_left(self.trials()) == 0
 
     # -- asking
     def ask(self) -> Proposal | str:
@@ -266,8 +293,8 @@ class SearchLoop:
         return self._ask_confirmation(trials)
 
     def _ask_confirmation(self, trials: list[FrozenTrial]) -> Proposal | str:
-        """The confirmation stage: planned once the earlier stages have finished, then run."""
-        self._plan_confirmation(trials)
+        """The stages after the search (confirmation, simplify): planned once the earlier ones finished, then run."""
+        self._plan_post(trials)
         if self.plan is not None and st.count_in_state(self.trials(), TrialState.WAITING):
             return self._ask()
         return WAIT if self.in_flight else DONE

@@ -43,7 +43,7 @@ OWNER = "run_dir"  # study user attr: the run directory that created the study
 # Stages of a search, in the order they run (user attr ``stage``): the LR sweep of the base recipe
 # (baseline.tune_lr), the baseline runs (every budget x seeds), the proposals (sampled or swept), the
 # confirmation re-runs of the best proposals (extra seeds, every budget; user attr ``of_trial``).
-TUNE, BASELINE, SEARCH, CONFIRM = "tune", "baseline", "search", "confirm"
+TUNE, BASELINE, SEARCH, CONFIRM, SIMPLIFY = "tune", "baseline", "search", "confirm", "simplify"
 STAGE, SEED_INDEX, OF_TRIAL = "stage", "seed_index", "of_trial"
 # What an enqueued trial carries into its re-run when it is interrupted.
 # A trial whose worker died on every attempt Tune allowed (node lost, killed for memory), and how many
@@ -260,7 +260,7 @@ def is_interrupted(t: FrozenTrial) -> bool:
 def stage_of(t: FrozenTrial | optuna.Trial) -> str:
     """The trial's stage; trials of studies written before stages existed: baseline or search."""
     stage = t.user_attrs.get(STAGE)
-    if stage in (TUNE, BASELINE, SEARCH, CONFIRM):
+    if stage in (TUNE, BASELINE, SEARCH, CONFIRM, SIMPLIFY):
         return stage
     return BASELINE if t.user_attrs.get("is_baseline") else SEARCH
 
@@ -283,8 +283,9 @@ def present_runs(trials: Sequence[FrozenTrial], stages: Sequence[str] | None = N
 
 
 def sampler_sees(t: FrozenTrial) -> bool:
-    """One run per recipe: the first seed of every stage but confirmation (engine/sampler_view.py)."""
-    return stage_of(t) != CONFIRM and seed_index(t) == 0
+    """One run per recipe: the first seed of every stage but confirmation and simplify, which re-train what
+    the sampler already chose (engine/sampler_view.py)."""
+    return stage_of(t) not in (CONFIRM, SIMPLIFY) and seed_index(t) == 0
 
 
 def is_finished(t: FrozenTrial) -> bool:

@@ -12,6 +12,8 @@ Every problem is a one-line ``ConfigError`` (``space.yaml:12: hparams.optimizer.
 ("val" by default | "test": which accuracy is the objective; with "val" a base recipe without a
 validation split gets ``data.val_fraction: 0.1``), ``baseline: BaselineSpec(seeds, tune_lr)``,
 ``confirm: ConfirmSpec(enabled, top_k, seeds, max_share)`` (``confirm: false`` turns the stage off),
+``simplify: SimplifySpec(enabled, budget)`` (the stage after the confirmation, engine/simplify.py; off by
+default; operational, not in the hash, ``with_simplify`` makes a changed copy),
 ``scheduler: SchedulerSpec(name, reduction_factor, min_fraction)`` (fifo | moasha | promote | moasha+promote:
 early stopping at rungs and promotion across budgets, ``recipesearch.analysis.rungs``),
 ``constraints: dict[str, float]`` (keys ``accuracy_min``, ``train_seconds_max``, ``cost_max``),
@@ -90,6 +92,7 @@ from recipesearch.space.search_space import (
     Resources,
     SchedulerSpec,
     SearchSpace,
+    SimplifySpec,
     TrialResources,
     params_key,
     resolve_resources,
@@ -98,6 +101,6 @@ from recipesearch.space.search_space import (
 __all__ = [
     "CONSTRAINT_KEYS", "DIRECTIONS", "KINDS", "RESERVED_FIELDS", "SAMPLERS", "SAMPLER_OPTIONS", "STEPS",
     "AlgorithmSpec", "ChoicesParam", "GridParam", "ParamSpec", "RangeParam", "Resources", "SamplerSpec",
-    "ScaleParam", "SchedulerSpec", "SearchSpace", "SpaceFile", "TrialResources", "load_space", "loads_space",
-    "params_key", "resolve_resources", "space_from_dict",
+    "ScaleParam", "SchedulerSpec", "SearchSpace", "SimplifySpec", "SpaceFile", "TrialResources", "load_space",
+    "loads_space", "params_key", "resolve_resources", "space_from_dict",
 ]

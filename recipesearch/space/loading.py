@@ -24,6 +24,7 @@ from recipesearch.space.search_space import (
     Resources,
     SchedulerSpec,
     SearchSpace,
+    SimplifySpec,
     conflicts,
 )
 from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
@@ -85,7 +86,9 @@ def space_from_dict(
                                 min_fraction=file.scheduler.min_fraction),
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),
         confirm=ConfirmSpec(enabled=file.confirm.enabled, top_k=file.confirm.top_k, seeds=file.confirm.seeds,
-                            max_share=file.confirm.max_share), hparams=hparams, fixed=fixed, algorithms=algorithms,
+                            max_share=file.confirm.max_share),
+        simplify=SimplifySpec(enabled=file.simplify.enabled, budget=file.simplify.budget),
+        hparams=hparams, fixed=fixed, algorithms=algorithms,
         path=Path(path) if path is not None else None,
         text=text if text is not None else yaml.safe_dump(data, sort_keys=False), source=source,
     )

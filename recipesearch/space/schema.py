@@ -160,6 +160,20 @@ class ConfirmEntry(Section):
         return {"enabled": data} if isinstance(data, bool) else data
 
 
+class SimplifyEntry(Section):
+    """``simplify: true`` or ``simplify: {budget: 2}``: after the confirmation, the headline recipe without each
+    of its methods at ``budget`` (default: the largest budget), then without every method it does not need,
+    as a new curve (engine/simplify.py). Off by default. Operational, like ``scheduler``: not part of the
+    space hash, so a finished search can be resumed with it (``--simplify``)."""
+
+    enabled: bool = True  # ``simplify: {}`` turns it on; a space without the section has it off
+    budget: float | None = Field(None, gt=0)
+
+    @classmethod
+    def coerce(cls, data: Any) -> Any:
+        return {"enabled": data} if isinstance(data, bool) else data
+
+
 SCHEDULERS = ("fifo", "moasha", "promote", "moasha+promote")
 
 
@@ -314,6 +328,7 @@ class SpaceFile(Section):
     seed: int = 0
     baseline: Annotated[BaselineEntry, BeforeValidator(_empty_section)] = BaselineEntry()
     confirm: Annotated[ConfirmEntry, BeforeValidator(_empty_section)] = ConfirmEntry()
+    simplify: Annotated[SimplifyEntry, BeforeValidator(_empty_section)] = SimplifyEntry(enabled=False)
     hparams: Annotated[dict[str, ParamEntry], BeforeValidator(_empty_section)] = {}
     algorithms: Annotated[dict[str, AlgorithmEntry], BeforeValidator(_empty_section),
                           BeforeValidator(_check_algorithm_names)] = {}
@@ -330,6 +345,12 @@ class SpaceFile(Section):
             raise field_error(COST_NEEDS_PRICE, at="objectives")
         if self.price_per_hour is None and "cost_max" in self.constraints.model_fields_set:
             raise field_error(COST_NEEDS_PRICE, at="constraints.cost_max")
+        if self.simplify.enabled and not self.confirm.enabled:
+            raise field_error("works on the confirmation's recipes: it needs the confirmation stage (confirm: true)",
+                              at="simplify")
+        if self.simplify.budget is not None and self.simplify.budget not in self.budgets:
+            raise field_error(f"{self.simplify.budget:g} is not one of the budgets "
+                              f"({', '.join(f'{b:g}' for b in self.budgets)})", at="simplify.budget")
         if self.trials < self.baseline_runs:
             sweep = " + the LR sweep" if self.baseline.tune_lr else ""
             raise field_error(f"{self.trials} trials cannot even train the baseline ({self.baseline.seeds} seed(s) at "

@@ -140,6 +140,14 @@ class ConfirmSpec:
 
 
 @dataclass(frozen=True)
+class SimplifySpec:
+    """``simplify:`` of the space file (schema.SimplifyEntry): the stage after the confirmation."""
+
+    enabled: bool = False
+    budget: float | None = None  # None: the largest budget
+
+
+@dataclass(frozen=True)
 class SchedulerSpec:
     """``scheduler:`` of the space file (schema.SchedulerEntry): early stopping at rungs, promotion across
     budgets (``recipesearch.analysis.rungs``)."""
@@ -209,6 +217,7 @@ class SearchSpace:
         scheduler: SchedulerSpec = SchedulerSpec(),
         baseline: BaselineSpec = BaselineSpec(),
         confirm: ConfirmSpec = ConfirmSpec(),
+        simplify: SimplifySpec = SimplifySpec(),
         fixed: dict[str, Any],
         algorithms: dict[str, AlgorithmSpec],
         path: Path | None = None,
@@ -225,6 +234,7 @@ class SearchSpace:
         self.max_failures = max_failures  # retries of a lost worker's trial; not in the hash (operational)
         self.checkpoint_minutes = checkpoint_minutes  # between a trial's checkpoints, None: none (operational)
         self.scheduler = scheduler  # rungs and promotion; not in the hash (operational)
+        self.simplify = simplify  # the stage after the confirmation; not in the hash (operational)
         self.path, self.text, self.source = path, text, source
         # Algorithms on in every trial: base algorithms that are not candidates, and always-on candidates.
         self._fixed_on = [a for a in base.algorithms if a not in algorithms]
@@ -238,6 +248,17 @@ class SearchSpace:
 
         new = copy.copy(self)
         new.scheduler = replace(self.scheduler, **changes)
+        return new
+
+    def with_simplify(self, enabled: bool = True) -> SearchSpace:
+        """A copy with the simplify stage on (or off); operational, the hash stays (``--simplify``)."""
+        import copy
+
+        if enabled and not self.confirm.enabled:
+            raise ConfigError("simplify", "works on the confirmation's recipes: it needs the confirmation stage "
+                                          "(confirm: true)", self.source)
+        new = copy.copy(self)
+        new.simplify = replace(self.simplify, enabled=enabled)
         return new
 
     def with_checkpoint_minutes(self, minutes: float | None) -> SearchSpace:
