@@ -42,6 +42,30 @@ class Removal:
                 f"{self.noise * 100:.2f}, x{self.seconds_ratio:.2f} time)")
 
 
+    def to_dict(self) -> dict[str, float | int | str | bool]:
+        return {"method": self.method, "seeds": self.seeds, "accuracy_change": self.accuracy_change,
+                "noise": self.noise, "seconds_ratio": self.seconds_ratio, "drop": self.drop}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Removal:
+        def num(key: str) -> float:
+            v = d.get(key)
+            return float(v) if isinstance(v, (int, float)) else math.nan
+
+        return cls(str(d.get("method", "?")), int(num("seeds")) if math.isfinite(num("seeds")) else 0,
+                   num("accuracy_change"), num("noise"), num("seconds_ratio"), bool(d.get("drop")))
+
+
+def verdicts_text(recipe: int | None, budget: float | None, verdicts: Sequence[Removal]) -> str:
+    """One line: what the stage decided for ``recipe``'s methods (the CLI message, run.json, the report)."""
+    dropped = [r.method for r in verdicts if r.drop]
+    at = f" at budget {budget:g}" if budget is not None else ""
+    head = (f"trial {recipe}'s recipe needs every method{at}" if not dropped else
+            f"trial {recipe}'s recipe does without {', '.join(dropped)}{at}; the recipe without "
+            f"{'it' if len(dropped) == 1 else 'them'} is trained as a new curve")
+    return f"{head} ({'; '.join(r.describe() for r in verdicts)})"
+
+
 def _finite(runs: Runs) -> tuple[np.ndarray, np.ndarray]:
     acc, secs = np.asarray(runs[0], float), np.asarray(runs[1], float)
     ok = np.isfinite(acc) & np.isfinite(secs)

@@ -7,8 +7,11 @@ Two steps, each a pure function of the finished trials, so a resumed search plan
 1. *ablation*: the confirmed headline recipe (``Frontier.headline``, computed on the trials of the search and
    the confirmation alone, so the simplify stage's own runs never move its target) at ``simplify.budget``
    (default: the space's largest budget, where methods that only pay off early cost the most) without one
-   method at a time, with the confirmation's seeds. A method is a switched-on algorithm of the space, or the
-   optimizer where the recipe's differs from the base recipe's (then "without" means the base's).
+   method at a time. A method is a switched-on algorithm of the space, or the optimizer where the recipe's
+   differs from the base recipe's (then "without" means the base's). The whole recipe is trained again
+   beside its arms, seed by seed (whole, then each arm, for one seed before the next): times are compared
+   only side by side, never against runs of another hour. So the ablation takes fresh seed indices, after
+   the confirmation's (``confirm.seeds`` of them), and never reuses the confirmation's runs.
 2. *pruned curve*, once every ablation run finished: ``analysis.simplify.removals`` says which methods the
    recipe does without (no slower, no less accurate beyond the noise, on the selection metric: never on
    test); the recipe without all of them is trained at every budget with the same seeds. The frontier then
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from recipesearch.analysis.simplify import Removal, removals
+from recipesearch.analysis.simplify import Removal, removals, verdicts_text
 from recipesearch.engine import study as st
 from recipesearch.space.search_space import params_key
 
@@ -54,20 +57,15 @@ class SimplifyPlan:
         if self.step == "none":
             return f"simplify: nothing to simplify ({self.reason})"
         if self.step == "ablation":
-            return (f"simplify: trial {self.recipe}'s recipe at budget {self.budget:g} without each of its "
-                    f"{len(self.methods)} methods ({', '.join(self.methods)}): {len(self.runs)} runs")
-        verdicts = "; ".join(r.describe() for r in self.removals)
-        if not self.dropped:
-            return f"simplify: trial {self.recipe}'s recipe needs every method ({verdicts})"
-        return (f"simplify: trial {self.recipe}'s recipe without {', '.join(self.dropped)} as a new curve, "
-                f"{len(self.runs)} runs ({verdicts})")
+            return (f"simplify: trial {self.recipe}'s recipe at budget {self.budget:g}, whole and without each of "
+                    f"its {len(self.methods)} methods ({', '.join(self.methods)}), side by side: {len(self.runs)} runs")
+        return f"simplify: {verdicts_text(self.recipe, self.budget, self.removals)}" + (
+            f": {len(self.runs)} runs" if self.runs else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.step, "recipe": self.recipe, "budget": self.budget, "methods": list(self.methods),
                 "dropped": list(self.dropped), "reason": self.reason,
-                "removals": [{"method": r.method, "seeds": r.seeds, "accuracy_change": r.accuracy_change,
-                              "noise": r.noise, "seconds_ratio": r.seconds_ratio, "drop": r.drop}
-                             for r in self.removals]}
+                "removals": [r.to_dict() for r in self.removals]}
 
 
 def methods_of(params: dict[str, Any], space: SearchSpace) -> list[str]:
@@ -108,10 +106,10 @@ def _runs_by_key(trials: Sequence[FrozenTrial]) -> dict[str, list[FrozenTrial]]:
     return out
 
 
-def _measured(runs: list[FrozenTrial], seeds: int, space: SearchSpace) -> tuple[list[float], list[float]]:
+def _measured(runs: list[FrozenTrial], seeds: range, space: SearchSpace) -> tuple[list[float], list[float]]:
     acc, secs = [], []
     for t in runs:
-        if t.state == TrialState.COMPLETE and st.seed_index(t) < seeds:
+        if t.state == TrialState.COMPLETE and st.seed_index(t) in seeds:
             a = st.objective_accuracy(t.user_attrs, space)
             acc.append(np.nan if a is None else a)
             secs.append(float(t.user_attrs.get("train_seconds") or np.nan))
@@ -133,16 +131,17 @@ def plan_simplify(trials: Sequence[FrozenTrial], space: SearchSpace) -> Simplify
         return SimplifyPlan(recipe=number, reason=f"trial {number}'s recipe has no method to take out")
     budget = float(spec.budget if spec.budget is not None else max(space.budgets))
     seeds = space.confirm.seeds
+    fresh = range(seeds, 2 * seeds)  # the ablation's seed indices: after the confirmation's
     whole = {**params, "budget": budget}
     arms = {m: without(whole, [m], space) for m in methods}
-    ablation = tuple((p, s) for p in arms.values() for s in range(seeds))
+    ablation = tuple((p, s) for s in fresh for p in (whole, *arms.values()))
     by_key = _runs_by_key(trials)
     done = all(any(st.is_finished(t) and st.seed_index(t) == s for t in by_key.get(params_key(p), []))
                for p, s in ablation)
     if not done:
         return SimplifyPlan("ablation", number, budget, tuple(methods), runs=ablation)
-    verdicts = tuple(removals(_measured(by_key.get(params_key(whole), []), seeds, space),
-                              {m: _measured(by_key.get(params_key(p), []), seeds, space) for m, p in arms.items()}))
+    verdicts = tuple(removals(_measured(by_key.get(params_key(whole), []), fresh, space),
+                              {m: _measured(by_key.get(params_key(p), []), fresh, space) for m, p in arms.items()}))
     dropped = [r.method for r in verdicts if r.drop]
     pruned = without(params, dropped, space) if dropped else None
     runs = tuple(({**pruned, "budget": float(b)}, s) for b in space.budgets for s in range(seeds)) if pruned else ()

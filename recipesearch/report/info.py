@@ -484,6 +484,23 @@ def pruning_note(trials: pd.DataFrame) -> str | None:
             f"{rungs:.0f} s (outside train_seconds).")
 
 
+def simplify_note(meta: dict[str, Any]) -> str | None:
+    """What the simplify stage decided (run.json's ``simplify``, engine/simplify.py), or None without one."""
+    from recipesearch.analysis.simplify import Removal, verdicts_text
+
+    s = meta.get("simplify")
+    if not isinstance(s, dict):
+        return None
+    if s.get("step") != "pruned":  # nothing to simplify, or a search stopped during the ablation
+        return f"simplify: nothing to simplify ({s['reason']})" if s.get("reason") else None
+    verdicts = [Removal.from_dict(r) for r in s.get("removals") or [] if isinstance(r, dict)]
+    budget = s.get("budget") if isinstance(s.get("budget"), (int, float)) else None
+    share = s.get("share_of_train_seconds")
+    cost = f" It took {share:.0%} of the search's training time." if isinstance(share, (int, float)) else ""
+    return (f"simplify (without each method at one budget, seeds on the selection metric): "
+            f"{verdicts_text(s.get('recipe'), budget, verdicts)}.{cost}")
+
+
 def _meta_dicts(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     hardware = meta.get("hardware")
     versions = meta.get("versions", meta.get("library_versions"))
@@ -548,6 +565,9 @@ def build_info(
     saved = pruning_note(trials)
     if saved:
         warnings.insert(1, saved)
+    simplified = simplify_note(run_meta)
+    if simplified:
+        warnings.append(simplified)
     return ReportInfo(
         run_dir=run_dir, space_name=space_name, space_hash=space_hash, space_text=space_text,
         objectives=objectives, directions=directions, selection=selection, param_columns=tuple(param_cols),

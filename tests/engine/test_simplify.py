@@ -56,17 +56,24 @@ def test_the_headline_loses_the_method_it_does_not_need_and_the_pruned_curve_is_
     mine = [t for t in trials if st.stage_of(t) == st.SIMPLIFY]
     assert all(t.state.name == "COMPLETE" and t.user_attrs["of_trial"] == plan.recipe for t in mine)
     assert min(t.number for t in mine) > max(t.number for t in trials if st.stage_of(t) == st.CONFIRM)
-    # the ablation: each method off once per seed at the largest budget
+    # the ablation, side by side: the whole recipe and each method off, on fresh seeds (after the
+    # confirmation's 0 and 1), seed by seed, at the largest budget
     algs = Counter((t.user_attrs["algorithms"], t.params["budget"], st.seed_index(t)) for t in mine)
-    for left in ("channels_last+ema", "ema+label_smoothing", "channels_last+label_smoothing"):
-        assert algs[(left, 1.0, 0)] == algs[(left, 1.0, 1)] == 1
-    # the pruned curve: its budget-1 runs are the "without ema" ablation runs, so only budget 0.5 is added
-    assert algs[("channels_last+label_smoothing", 0.5, 0)] == algs[("channels_last+label_smoothing", 0.5, 1)] == 1
-    assert len(mine) == 3 * 2 + 2
+    arms = ("channels_last+ema+label_smoothing", "channels_last+ema", "ema+label_smoothing",
+            "channels_last+label_smoothing")
+    for arm in arms:
+        assert algs[(arm, 1.0, 2)] == algs[(arm, 1.0, 3)] == 1
+    order = [(st.seed_index(t), t.user_attrs["algorithms"]) for t in sorted(mine, key=lambda t: t.number)][:8]
+    assert [s for s, _ in order] == [2, 2, 2, 2, 3, 3, 3, 3] and order[0][1] == arms[0]
+    # the pruned curve, on the confirmation's seeds at every budget
+    for b in space.budgets:
+        assert algs[(arms[-1], b, 0)] == algs[(arms[-1], b, 1)] == 1
+    assert len(mine) == 4 * 2 + 2 * 2
     keys = Counter(st.run_key(st.trial_params(t), st.seed_index(t)) for t in trials)
     assert max(keys.values()) == 1  # nothing trained twice, across stages
     assert any(m.startswith("simplify: trial") and "without each" in m for m in messages)
-    assert any("without ema as a new curve" in m for m in messages)
+    assert any("does without ema at budget 1; the recipe without it is trained as a new curve" in m
+               for m in messages)
     assert loop.total() == st.count_finished(trials) and loop.remaining() == 0
     # the frontier, on every stage: the pruned recipe is the faster curve
     from recipesearch.analysis.frontier import frontier
@@ -101,7 +108,7 @@ def test_a_killed_driver_during_the_stage_resumes_without_losing_or_repeating_ru
     finished = [t for t in study2.get_trials() if st.is_finished(t)]
     keys = Counter(st.run_key(st.trial_params(t), st.seed_index(t)) for t in finished)
     assert max(keys.values()) == 1
-    assert st.count_finished(finished, [st.SIMPLIFY]) == 3 * 2 + 2 and loop2.simplify_plan.dropped == ("ema",)
+    assert st.count_finished(finished, [st.SIMPLIFY]) == 4 * 2 + 2 * 2 and loop2.simplify_plan.dropped == ("ema",)
 
 
 def test_off_by_default_and_nothing_to_do_without_a_confirmed_recipe(tmp_path, make_space):

@@ -287,3 +287,20 @@ def test_run_json_objectives_decide_whether_cost_counts(run_dir):
     info = build_info(trials, meta, space)
     assert info.objectives == ("accuracy", "train_seconds")  # the search did not optimise cost
     assert set(info.front["number"]) == non_dominated(completed_points(trials))
+
+
+def test_the_simplify_stage_s_verdicts_are_a_note(run_dir):
+    trials, meta, space = load_run(run_dir)
+    simplify = {"step": "pruned", "recipe": 7, "budget": 2.0, "share_of_train_seconds": 0.21,
+                "removals": [{"method": "sam", "seeds": 3, "accuracy_change": 0.0012, "noise": 0.002,
+                              "seconds_ratio": 0.8, "drop": True},
+                             {"method": "muon", "seeds": 3, "accuracy_change": -0.013, "noise": 0.002,
+                              "seconds_ratio": 0.9, "drop": False}]}
+    notes = build_info(trials, {**meta, "simplify": simplify}, space).warnings
+    (note,) = [n for n in notes if n.startswith("simplify")]
+    assert "trial 7's recipe does without sam at budget 2" in note and "It took 21% of" in note
+    assert "sam: dropped (without it +0.12 pp ± 0.20, x0.80 time)" in note
+    assert "muon: kept (without it -1.30 pp ± 0.20, x0.90 time)" in note
+    nothing = build_info(trials, {**meta, "simplify": {"step": "none", "reason": "no confirmed recipe"}}, space)
+    assert "simplify: nothing to simplify (no confirmed recipe)" in nothing.warnings
+    assert not [n for n in build_info(trials, meta, space).warnings if n.startswith("simplify")]
