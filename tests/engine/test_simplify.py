@@ -11,7 +11,7 @@ import pytest
 from recipesearch.engine import simplify
 from recipesearch.engine import study as st
 from recipesearch.engine.executors import InProcess
-from tests.engine.test_stages import open_loop
+from tests.engine.test_stages import killed_midway, open_loop
 
 ALGORITHMS = {"label_smoothing": {}, "channels_last": {}, "ema": {}}
 ALL_ON = {"alg.label_smoothing": True, "alg.channels_last": True, "alg.ema": True}
@@ -87,22 +87,8 @@ def test_a_killed_driver_during_the_stage_resumes_without_losing_or_repeating_ru
     space = _space(make_space)
     loop, study, _ = open_loop(tmp_path, space)
     _with_the_proposals(study, space)
-
-    class KilledMidway(InProcess):
-        """Runs until three simplify runs are done, then asks one more and dies (no tell)."""
-
-        def run(self, loop):
-            while True:
-                done = st.count_finished(loop.trials(), [st.SIMPLIFY])
-                proposal = loop.ask()
-                if not hasattr(proposal, "config"):
-                    return
-                if done >= 3 and proposal.attrs.get("stage") == st.SIMPLIFY:
-                    raise KeyboardInterrupt  # the trial stays RUNNING
-                loop.tell(proposal, self.objective(proposal))
-
     with pytest.raises(KeyboardInterrupt):
-        loop.run(KilledMidway(objective))
+        loop.run(killed_midway(st.SIMPLIFY, after=3)(objective))
     loop2, study2, _ = open_loop(tmp_path, space, resuming=True)
     loop2.run(InProcess(objective, concurrency=2))
     finished = [t for t in study2.get_trials() if st.is_finished(t)]

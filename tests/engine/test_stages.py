@@ -40,6 +40,24 @@ def open_loop(tmp_path, space, resuming=False, n_trials=None):
     return loop, study, messages
 
 
+def killed_midway(stage: str, after: int) -> type[InProcess]:
+    """An executor that runs until ``after`` runs of ``stage`` are done, then asks one more of that stage and
+    dies (no tell: the trial stays RUNNING, as when the driver is killed)."""
+
+    class KilledMidway(InProcess):
+        def run(self, loop):
+            while True:
+                done = st.count_finished(loop.trials(), [stage])
+                proposal = loop.ask()
+                if not hasattr(proposal, "config"):
+                    return
+                if done >= after and proposal.attrs.get("stage") == stage:
+                    raise KeyboardInterrupt  # the driver is gone
+                loop.tell(proposal, self.objective(proposal))
+
+    return KilledMidway
+
+
 def runs_of(study, stage=None):
     return [t for t in study.get_trials() if stage is None or st.stage_of(t) == stage]
 
@@ -117,22 +135,8 @@ def test_a_killed_driver_during_confirmation_resumes_without_losing_or_repeating
     space = make_space(metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 2, "seeds": 2},
                        budgets=[0.25, 0.5, 1], trials=12)
     loop, study, _ = open_loop(tmp_path, space)
-
-    class KilledMidway(InProcess):
-        """Runs until two confirmation runs are done, then asks one more and dies (no tell)."""
-
-        def run(self, loop):
-            while True:
-                done = st.count_finished(loop.trials(), [st.CONFIRM])
-                proposal = loop.ask()
-                if not hasattr(proposal, "config"):
-                    return
-                if done >= 2 and proposal.attrs.get("stage") == st.CONFIRM:
-                    raise KeyboardInterrupt  # the driver is gone; the trial stays RUNNING
-                loop.tell(proposal, self.objective(proposal))
-
     with pytest.raises(KeyboardInterrupt):
-        loop.run(KilledMidway(fake_result))
+        loop.run(killed_midway(st.CONFIRM, after=2)(fake_result))
     planned = {st.run_key(r.params, r.seed_index) for r in loop.plan.runs}
     assert any(t.state.name == "RUNNING" for t in study.get_trials())
     # resume: a new driver, a new loop over the same storage
