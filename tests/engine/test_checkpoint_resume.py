@@ -116,8 +116,9 @@ def test_kill_9_of_the_search_then_resume_continues_the_trial_from_its_checkpoin
 @pytest.mark.timeout(900)
 def test_losing_the_worker_node_retries_its_trial_from_the_checkpoint(tmp_path, write_space, ray_env, load_run_study,
                                                                       loopback_cluster, wait_for_trials):
-    # two trials at a time, one on each node (one CPU each), checkpoints every 0.3 s
-    space = _space(write_space, epochs=40, minutes=0.005, trials=4, concurrency=2)
+    # two trials at a time, one on each node (one CPU each), checkpoints every 0.3 s; 120 epochs (~6 s a trial):
+    # with 40 the search once ended before two checkpointed trials were in flight together
+    space = _space(write_space, epochs=120, minutes=0.005, trials=4, concurrency=2)
     out, log = tmp_path / "run", tmp_path / "search.log"
     proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
                              "--address", loopback_cluster.address, "--quiet", "--no-report"], env=ray_env, cwd=REPO,

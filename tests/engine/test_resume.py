@@ -111,7 +111,9 @@ def test_kill_9_mid_search_then_resume(tmp_path, write_space, ray_env, run_cli, 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, ray_env, load_run_study, sig):
     # SIGTERM (timeout, kill, batch schedulers) is handled as Ctrl-C is
-    space, out, log = write_space(trials=12), tmp_path / "run", tmp_path / "first.log"
+    # 40 trials of ~0.1 s: the 12 it had once all finished before the signal came (Ray's workers at full
+    # priority since ray_env sets their niceness to 0), and the search must still be running when it comes
+    space, out, log = write_space(trials=40), tmp_path / "run", tmp_path / "first.log"
     proc = _start(space, out, ray_env, log)
     _wait_for_completed(proc, out, 2, log)
     proc.send_signal(sig)
