@@ -234,7 +234,7 @@ class SearchLoop:
         stage. A step is planned again only when a post-search trial finished or was queued since."""
         self._plan_confirmation(trials)
         trials = self.trials()  # with the confirmation runs just queued
-        if self.plan is None or not self.space.simplify.enabled or self._confirm_left(trials):
+        if self.plan is None or not self.space.simplify.enabled or st.count_unfinished(trials, (st.CONFIRM,)):
             return
         post = [t for t in trials if st.stage_of(t) in POST_STAGES]
         seen = (sum(map(st.is_finished, post)), len(post))
@@ -247,12 +247,8 @@ class SearchLoop:
         if before is None or before.step != self.simplify_plan.step or added:
             self.on_message(self.simplify_plan.describe())
 
-    def _confirm_left(self, trials: list[FrozenTrial]) -> int:
-        return sum(1 for t in trials if st.stage_of(t) == st.CONFIRM
-                   and t.state in (TrialState.WAITING, TrialState.RUNNING))
-
     def _post_left(self, trials: list[FrozenTrial]) -> int:
-        return self._confirm_left(trials) + simplify.left(trials)
+        return st.count_unfinished(trials, POST_STAGES)
 
     # -- the whole search, round after round
     def run(self, executor: Executor) -> None:

@@ -152,8 +152,3 @@ def enqueue_simplify(study: optuna.Study, plan: SimplifyPlan) -> int:
     """Queue the plan's runs not yet queued or run by any stage (resume-safe); returns how many were added."""
     return st.enqueue_missing(study, list(plan.runs), None, stage=st.SIMPLIFY, of_trial=plan.recipe,
                               is_baseline=False)
-
-
-def left(trials: Sequence[FrozenTrial]) -> int:
-    return sum(1 for t in trials if st.stage_of(t) == st.SIMPLIFY and t.state in (TrialState.WAITING,
-                                                                                   TrialState.RUNNING))

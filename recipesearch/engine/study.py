@@ -305,6 +305,11 @@ def count_finished(trials: Sequence[FrozenTrial], stages: Sequence[str] | None =
                and not (t.state == TrialState.FAIL and t.number in rerun))
 
 
+def count_unfinished(trials: Sequence[FrozenTrial], stages: Sequence[str]) -> int:
+    """Trials of ``stages`` still queued or running: what a stage has left to do."""
+    return sum(1 for t in trials if stage_of(t) in stages and t.state in (TrialState.WAITING, TrialState.RUNNING))
+
+
 def count_finished_rows(df: pd.DataFrame) -> int:
     """``count_finished`` on a trials.csv table."""
     if df.empty:

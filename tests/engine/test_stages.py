@@ -169,3 +169,16 @@ def test_the_sampler_never_sees_repeats_or_confirmation_runs(tmp_path, make_spac
     hidden = {t.number for t in study.get_trials() if st.stage_of(t) == st.CONFIRM or st.seed_index(t) > 0}
     assert hidden and seen and all(not (s & hidden) for s in seen)
     assert all(0 in s for s in seen)  # the first baseline run is seen
+
+
+def test_count_unfinished_counts_queued_and_running_trials_of_the_given_stages_only():
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    for stage, state in [(st.CONFIRM, "WAITING"), (st.CONFIRM, "RUNNING"), (st.CONFIRM, "COMPLETE"),
+                         (st.SIMPLIFY, "WAITING"), (st.SEARCH, "WAITING")]:
+        trial = optuna.trial.create_trial(state=optuna.trial.TrialState[state], user_attrs={st.STAGE: stage},
+                                          values=[0.9, 1.0] if state == "COMPLETE" else None)
+        study.add_trial(trial)
+    trials = study.get_trials(deepcopy=False)
+    assert st.count_unfinished(trials, (st.CONFIRM,)) == 2
+    assert st.count_unfinished(trials, (st.CONFIRM, st.SIMPLIFY)) == 3
+    assert st.count_unfinished(trials, (st.BASELINE,)) == 0
