@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import environment, fmt, load_now, load_result, md_table
+from bench.common import environment, fit_or_nan, fmt, load_now, load_result, md_table
 
 NAME = "ablation"
 TITLE = "Ablation of the best Fashion-MNIST recipe: what each method buys and costs"
@@ -66,8 +66,6 @@ def _source() -> tuple[str, dict[str, Any], dict[str, Any]]:
 def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
     import torch
 
-    from recipesearch.recipe import recipe_from_dict
-    from recipesearch.train.loop import fit
 
     torch.set_num_threads(THREADS)
     n_seeds = seeds or (1 if quick else SEEDS)
@@ -81,11 +79,7 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
             fresh = int(arms[label].get("seed", 0)) + SEED_OFFSET + s
             data = {**arms[label], "seed": fresh, "threads": THREADS, "device": "cpu"}
             rec: dict[str, Any] = {"seed": s, "recipe_seed": fresh, "arm": label, "load": load_now()}
-            try:
-                res = fit(recipe_from_dict(data, source=f"bench:{NAME}"))
-                rec.update(accuracy=res.accuracy, train_seconds=res.train_seconds, eval_seconds=res.eval_seconds)
-            except Exception as exc:  # noqa: BLE001 - one broken arm must not lose the others
-                rec.update(accuracy=math.nan, train_seconds=math.nan, error=f"{type(exc).__name__}: {exc}"[:300])
+            rec.update(fit_or_nan(data, f"bench:{NAME}"))
             runs.append(rec)
             print(f"  seed {s} {label}: acc {rec['accuracy']:.4f} in {rec['train_seconds']:.1f} s", flush=True)
     return {"name": NAME, "quick": quick, "recipe": name, "budget": BUDGET, "seeds": n_seeds, "threads": THREADS,

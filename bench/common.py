@@ -45,6 +45,20 @@ def load_now() -> list[float] | None:
         return None
 
 
+def fit_or_nan(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """Train one arm's recipe; its accuracy, times and throughput, or NaN and the error when it fails, so one
+    broken arm does not lose the others' runs."""
+    from recipesearch.recipe import recipe_from_dict
+    from recipesearch.train.loop import fit
+
+    try:
+        res = fit(recipe_from_dict(data, source=source))
+    except Exception as exc:  # noqa: BLE001 - a failed arm is a result
+        return {"accuracy": math.nan, "train_seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"accuracy": res.accuracy, "train_seconds": res.train_seconds, "eval_seconds": res.eval_seconds,
+            "throughput": res.throughput, "data_wait_fraction": res.data_wait_fraction}
+
+
 def summarize(values: Iterable[float]) -> dict[str, float]:
     """median, quartiles, min, max and n of the finite values (NaN everywhere when none)."""
     v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=float)

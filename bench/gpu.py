@@ -39,9 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import ROOT, environment, fmt, md_table
+from bench.common import ROOT, environment, fit_or_nan, fmt, md_table, summarize
 
 NAME = "gpu"
+SOURCE = f"bench:{NAME}"
 TITLE = "GPU path: the CUDA-only tests, and recipe timings on a lent GPU"
 NEEDS_CUDA = True  # bench.run_all skips it elsewhere, keeping the previous results
 CUDA_TESTS = ("tests/data/test_loader.py", "tests/data/test_stream.py", "tests/train/test_timing.py")
@@ -63,18 +64,6 @@ def _cuda_tests() -> dict[str, Any]:
             "tail": "\n".join(out.splitlines()[-15:])}
 
 
-def _fit(data: dict[str, Any]) -> dict[str, Any]:
-    from recipesearch.recipe import recipe_from_dict
-    from recipesearch.train.loop import fit
-
-    try:
-        res = fit(recipe_from_dict(data, source=f"bench:{NAME}"))
-    except Exception as exc:  # noqa: BLE001 - one broken arm must not lose the others
-        return {"accuracy": math.nan, "train_seconds": math.nan, "error": f"{type(exc).__name__}: {exc}"[:300]}
-    return {"accuracy": res.accuracy, "train_seconds": res.train_seconds, "eval_seconds": res.eval_seconds,
-            "throughput": res.throughput, "data_wait_fraction": res.data_wait_fraction}
-
-
 def _fashion_arms() -> tuple[str, dict[str, dict[str, Any]]]:
     from bench.ablation import _source
 
@@ -94,7 +83,7 @@ def _fashion(n_seeds: int) -> dict[str, Any]:
     for s in range(n_seeds):
         for label in labels[s % len(labels):] + labels[:s % len(labels)]:
             fresh = int(arms[label].get("seed", 0)) + SEED_OFFSET + s
-            rec = {"seed": s, "arm": label, **_fit({**arms[label], "seed": fresh})}
+            rec = {"seed": s, "arm": label, **fit_or_nan({**arms[label], "seed": fresh}, SOURCE)}
             runs.append(rec)
             print(f"  seed {s} {label}: acc {rec['accuracy']:.4f} in {rec['train_seconds']:.1f} s", flush=True)
     return {"recipe": name, "arms": arms, "runs": runs, "speedups": _speedups(runs, n_seeds)}
@@ -123,10 +112,10 @@ def _method_costs(repeats: int) -> dict[str, Any]:
     arms = {"baseline": {**base, "budget": 1.0}, **arms_of({**recipe, "budget": 1.0}, base)}
     labels, runs = list(arms), []
     # the first fit in a process pays CUDA's one-off start-up (cuDNN's autotuning, kernel loading): not a cost
-    _fit({**arms["whole recipe"], "budget": 0.1, "seed": SEED_OFFSET + 99})
+    fit_or_nan({**arms["whole recipe"], "budget": 0.1, "seed": SEED_OFFSET + 99}, SOURCE)
     for r in range(repeats):
         for label in labels[r % len(labels):] + labels[:r % len(labels)]:
-            runs.append({"seed": r, "arm": label, **_fit({**arms[label], "seed": SEED_OFFSET + 100 + r})})
+            runs.append({"seed": r, "arm": label, **fit_or_nan({**arms[label], "seed": SEED_OFFSET + 100 + r}, SOURCE)})
             print(f"  {label}: {runs[-1]['throughput']:.0f} images/s", flush=True)
     return {"arms": labels, "runs": runs, "repeats": repeats, "warmup": True}
 
@@ -150,7 +139,7 @@ def _cifar(epochs: float) -> dict[str, Any]:
         write_cifar_format(Path(tmp) / "cifar-10-batches-py")
         data = load_recipe(ROOT / "recipes" / "cifar10_airbench.yaml").to_dict()
         data["data"] = {**data["data"], "root": tmp}
-        rec = _fit({**data, "max_duration": epochs})
+        rec = fit_or_nan({**data, "max_duration": epochs}, SOURCE)
     rec["epochs"] = epochs
     rec["seconds_per_epoch"] = rec["train_seconds"] / epochs
     return rec
@@ -180,8 +169,7 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
 
 
 def _median(runs: list[dict[str, Any]], arm: str, key: str) -> float:
-    vals = [r[key] for r in runs if r["arm"] == arm and math.isfinite(r.get(key, math.nan))]
-    return float(np.median(vals)) if vals else math.nan
+    return summarize(r.get(key, math.nan) for r in runs if r["arm"] == arm)["median"]
 
 
 def render(result: dict[str, Any]) -> str:

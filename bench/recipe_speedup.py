@@ -42,7 +42,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.common import ROOT, environment, fmt, fmt_summary, goal_text, load_now, md_table, save_figure, summarize
+from bench.common import (
+    ROOT,
+    environment,
+    fit_or_nan,
+    fmt,
+    fmt_summary,
+    goal_text,
+    load_now,
+    md_table,
+    save_figure,
+    summarize,
+)
 
 if TYPE_CHECKING:
     from recipesearch.analysis import Objectives
@@ -263,8 +274,7 @@ def hand_candidates(base: Any) -> list[tuple[str, dict[str, Any]]]:
 def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> dict[str, Any]:
     import torch
 
-    from recipesearch.recipe import load_recipe, recipe_from_dict
-    from recipesearch.train.loop import fit
+    from recipesearch.recipe import load_recipe
 
     torch.set_num_threads(THREADS)
     cfg = SETTINGS["quick" if quick else "full"]
@@ -307,11 +317,7 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
             data = {**arms[label], "seed": fresh, "threads": THREADS, "device": "cpu"}
             rec: dict[str, Any] = {"seed": s, "recipe_seed": fresh, "arm": label, "baseline": label.startswith("baseline"),
                                    "budget": data.get("budget", 1.0), "load": load_now()}
-            try:
-                res = fit(recipe_from_dict(data, source=f"bench:{NAME}"))
-                rec.update(accuracy=res.accuracy, train_seconds=res.train_seconds, throughput=res.throughput)
-            except Exception as exc:  # noqa: BLE001
-                rec.update(accuracy=math.nan, train_seconds=math.nan, error=f"{type(exc).__name__}: {exc}"[:300])
+            rec.update(fit_or_nan(data, f"bench:{NAME}"))
             runs.append(rec)
             print(f"  seed {s} {label}: acc {rec['accuracy']:.4f} in {rec['train_seconds']:.1f} s", flush=True)
     return {"name": NAME, "quick": quick, "dataset": cfg["dataset"], "base_recipe": baseline_source,
