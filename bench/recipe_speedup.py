@@ -65,6 +65,7 @@ MAX_CANDIDATES = 4
 THREADS = 2
 SEED_OFFSET = 1000  # as in bench/replication.py: seeds the search never used
 
+PLAIN_OPTIMIZERS = ("sgd", "adamw", "adam")  # what a plain baseline trains with (not muon, lookahead ...)
 SETTINGS = {
     "full": {"dataset": "fashion_mnist", "base": ROOT / "recipes" / "fashion_mnist_baseline.yaml",
              "budgets": [0.25, 0.5, 1.0], "baseline_epochs": 10, "seeds": 3},
@@ -85,28 +86,59 @@ HAND_RECIPES = {
 }
 
 
-def find_search_run(dataset: str) -> tuple[Path, Any] | None:
-    """The newest search run dir on ``dataset`` and its completed trials (None when there is none)."""
-    import pandas as pd
-
+def find_search_run(dataset: str, plain_base: bool = False) -> tuple[Path, Any] | None:
+    """The newest search run dir on ``dataset`` and its completed trials (None when there is none);
+    ``plain_base``: the newest whose baseline trials are a plain recipe (``is_plain``)."""
     best: tuple[float, Path, Any] | None = None
     # runs/ holds this machine's searches; reports/examples/ the committed ones, so a fresh clone has one
     for csv in [*(ROOT / "runs").glob("**/trials.csv"), *(ROOT / "reports" / "examples").glob("*/trials.csv")]:
         if str(csv.relative_to(ROOT)).startswith("runs/bench-"):
             continue  # the benchmarks' own short searches are not "the search's best recipes"
-        try:
-            df = pd.read_csv(csv)
-        except Exception:  # noqa: BLE001 - a half-written file of a running search
+        ok = _completed(csv)
+        if ok is None or json.loads(ok.iloc[0]["recipe_json"]).get("data", {}).get("name") != dataset:
             continue
-        ok = df[(df.get("state") == "COMPLETE")] if "state" in df else df.iloc[0:0]
-        if ok.empty or "recipe_json" not in ok:
-            continue
-        if json.loads(ok.iloc[0]["recipe_json"]).get("data", {}).get("name") != dataset:
+        if plain_base and not _plain_baselines(ok):
             continue
         when = _started(ok, csv)
         if best is None or when > best[0]:
             best = (when, csv.parent, ok)
     return None if best is None else (best[1], best[2])
+
+
+def is_plain(recipe: dict[str, Any]) -> bool:
+    """A baseline in §5's sense: no speed-up algorithm and a plain optimizer. A search whose base is an earlier
+    search's recipe (search_spaces/fashion_mnist_long.yaml) has no plain baseline of its own."""
+    return not recipe.get("algorithms") and recipe.get("optimizer", {}).get("name") in PLAIN_OPTIMIZERS
+
+
+def _plain_baselines(ok: Any) -> bool:
+    flags = ok["is_baseline"].astype(str).str.lower() == "true" if "is_baseline" in ok else None
+    rows = ok[flags] if flags is not None else ok.iloc[0:0]
+    return not rows.empty and is_plain(json.loads(rows.iloc[0]["recipe_json"]))
+
+
+def read_search_run(run_dir: Path) -> tuple[Path, Any]:
+    """A given search run dir and its completed trials (``--baseline-from``); SystemExit when it has none."""
+    ok = _completed(run_dir / "trials.csv")
+    if ok is None:
+        raise SystemExit(f"--baseline-from: {run_dir} has no trials.csv with completed trials")
+    return run_dir.resolve(), ok
+
+
+def _completed(csv: Path) -> Any:
+    """The COMPLETE rows of a search's trials.csv (None when unreadable, or none completed with a recipe)."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(csv)
+    except Exception:  # noqa: BLE001 - missing, or a half-written file of a running search
+        return None
+    ok = df[(df.get("state") == "COMPLETE")] if "state" in df else df.iloc[0:0]
+    return None if ok.empty or "recipe_json" not in ok else ok
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _started(ok: Any, csv: Path) -> float:
@@ -271,7 +303,10 @@ def hand_candidates(base: Any) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> dict[str, Any]:
+def run(quick: bool = False, seeds: int | None = None, hand: bool = False,
+        baseline_from: Path | None = None) -> dict[str, Any]:
+    """``baseline_from``: the search run whose baseline trials give the baseline curve, when the newest
+    search's own base is not the plain baseline (a second search that refines the first's recipe)."""
     import torch
 
     from recipesearch.recipe import load_recipe
@@ -283,12 +318,18 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
     base = load_recipe(cfg["base"])
     found = None if hand else find_search_run(cfg["dataset"])
     objectives = search_objectives(found[0]) if found else None
-    curve = search_baselines(found[1], cfg["baseline_epochs"], objectives) if found else {}
+    base_run = found
+    if found and baseline_from is not None:
+        base_run = read_search_run(baseline_from)
+    elif found and not _plain_baselines(found[1]):  # a refining search: the plain baseline of an earlier one
+        base_run = find_search_run(cfg["dataset"], plain_base=True)
+    curve = (search_baselines(base_run[1], cfg["baseline_epochs"], search_objectives(base_run[0]))
+             if base_run else {})
     cands, curves = confirmed_candidates(found[0], found[1], sorted(curve), objectives) if found else ([], {})
     confirmed = bool(cands)
     if found and not cands:
         cands = front_candidates(found[1], objectives)
-    run_dir = str(found[0].relative_to(ROOT)) if found else None
+    run_dir = _rel(found[0]) if found else None
     source = (f"{'confirmed frontier' if confirmed else 'Pareto front'} of the search run `{run_dir}`" if cands
               else "hand-composed Mild/Medium/Hot-style set")
     if not cands:
@@ -297,7 +338,8 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False) -> di
         curve = {b: {**base.to_dict(), "budget": b} for b in cfg["budgets"]}
         baseline_source = f"`{cfg['base'].relative_to(ROOT)}`"
     else:
-        baseline_source = (f"the search's base recipe (its baseline trials in `{run_dir}`), extended to "
+        base_dir = _rel(base_run[0])
+        baseline_source = (f"the search's base recipe (its baseline trials in `{base_dir}`), extended to "
                            f"{cfg['baseline_epochs']:g} epochs")
     if not confirmed:
         longer = longer_budget_arms(found[1], sorted(curve), objectives) if found and cands else []
@@ -547,10 +589,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seeds", type=int)
     p.add_argument("--hand", action="store_true", help="use the hand-composed set even if a search run exists")
+    p.add_argument("--baseline-from", type=Path, metavar="RUN_DIR",
+                   help="take the baseline curve from this search's baseline trials (default: the newest "
+                        "search's own), for a search whose base is an earlier search's recipe")
     a = p.parse_args(argv)
     from bench.common import save_result
 
-    res = run(a.quick, a.seeds, a.hand)
+    res = run(a.quick, a.seeds, a.hand, a.baseline_from)
     save_result(NAME, res)
     print(render(res))
 

@@ -168,3 +168,33 @@ def test_the_newest_search_is_picked_by_its_trials_dates_not_by_file_times(tmp_p
     found = rs.find_search_run("fashion_mnist")
     assert found is not None and found[0].name == "newer"
     assert rs.find_search_run("digits") is None
+
+
+def _search_dir(root: Path, name: str, day: str, base: dict) -> Path:
+    run = root / "reports" / "examples" / name
+    run.mkdir(parents=True)
+    rows = [_row(0, 1.0, 0.9, 10, True), _row(1, 1.0, 0.91, 8, False, "channels_last")]
+    for r in rows:
+        r["recipe_json"] = json.dumps({**json.loads(r["recipe_json"]), **base, "data": {"name": "fashion_mnist"}})
+    pd.DataFrame(rows).assign(datetime_start=f"{day} 10:00:00").to_csv(run / "trials.csv", index=False)
+    return run
+
+
+def test_a_refining_search_is_measured_against_the_plain_baseline_of_an_earlier_one(tmp_path, monkeypatch):
+    """search_spaces/fashion_mnist_long.yaml's base is the first search's recipe (Muon, eight methods): its own
+    baseline trials are that recipe, not the plain baseline §5's speedups are stated against."""
+    import bench.recipe_speedup as rs
+
+    plain = _search_dir(tmp_path, "first", "2026-11-20", {})
+    refined = {"optimizer": {"name": "muon", "lr": 0.2}, "algorithms": {"blurpool": {}}}
+    _search_dir(tmp_path, "refine", "2026-11-24", refined)
+    monkeypatch.setattr(rs, "ROOT", tmp_path)
+    newest = rs.find_search_run("fashion_mnist")
+    assert newest is not None and newest[0].name == "refine"
+    base = rs.find_search_run("fashion_mnist", plain_base=True)
+    assert base is not None and base[0].name == "first"
+    assert rs.is_plain(json.loads(base[1]["recipe_json"].iloc[0]))
+    assert not rs.is_plain(refined) and not rs.is_plain({"optimizer": {"name": "sgd"}, "algorithms": {"ema": {}}})
+    assert rs.read_search_run(plain)[0] == plain.resolve()
+    with pytest.raises(SystemExit, match="--baseline-from: .* has no trials.csv"):
+        rs.read_search_run(tmp_path / "nowhere")
