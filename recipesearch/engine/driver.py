@@ -13,15 +13,14 @@ or disk problem there is reported, never allowed to stop the search — the stud
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from recipesearch.engine import interrupts
 from recipesearch.engine import study as st
 from recipesearch.engine.loop import Proposal, SearchLoop
 from recipesearch.engine.samplers import make_sampler
@@ -37,24 +36,6 @@ if TYPE_CHECKING:
     from recipesearch.space import Resources, SearchSpace
 
 EXECUTORS = ("ray", "inprocess")
-
-
-def _sigterm_as_interrupt() -> Any:
-    """SIGTERM (what `timeout`, `kill` and batch schedulers send) ends the search as Ctrl-C does: trials in
-    flight recorded interrupted and queued again, run.json "interrupted", resumable. Returns the handler
-    it replaced (None when not on the main thread, where Python cannot set one)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    return signal.signal(signal.SIGTERM, interrupt)
-
-
-def _restore_sigterm(previous: Any) -> None:
-    if previous is not None:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_resume_storage(run: RunDir, storage: str | None) -> None:
@@ -179,7 +160,9 @@ class SearchDriver:
             except BaseException:
                 self._release_study_lock()
                 raise
-        previous_sigterm = _sigterm_as_interrupt()
+        # Ctrl-C and SIGTERM end the search as KeyboardInterrupt: trials in flight recorded interrupted and queued
+        # again, run.json "interrupted", resumable; never in the middle of a study write (engine/interrupts.py)
+        previous_handlers = interrupts.install()
         try:
             if self.ray is not None:
                 base_device = str(space.fixed.get("device", space.base.device))
@@ -232,7 +215,7 @@ class SearchDriver:
                 shutil.rmtree(run.root, ignore_errors=True)
             raise
         finally:
-            _restore_sigterm(previous_sigterm)
+            interrupts.restore(previous_handlers)
         df = self._write_csv()
         self.ui.stop()
         self._log_confirmation(df)

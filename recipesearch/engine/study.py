@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from recipesearch.engine import interrupts
 from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.errors import UserError
 from recipesearch.rundir import HEAD_COLUMNS, TAIL_COLUMNS, redact_url
@@ -119,7 +120,7 @@ def make_storage(url: str) -> optuna.storages.BaseStorage:
     shown = redact_url(url)
     for attempt in range(3):
         try:
-            return optuna.storages.RDBStorage(sa_url, **kwargs)
+            storage = optuna.storages.RDBStorage(sa_url, **kwargs)
         except ImportError as exc:  # optuna wraps the driver's ImportError
             missing = getattr(exc.__cause__, "name", None) or storage_error(url, exc.__cause__ or exc)
             hint = "pip install recipesearch[postgres]" if missing == "psycopg" else "install it"
@@ -132,6 +133,8 @@ def make_storage(url: str) -> optuna.storages.BaseStorage:
                 time.sleep(0.5 + attempt)  # another search is creating Optuna's tables in this database now
                 continue
             raise UserError(f"--storage: cannot open {shown}: {storage_error(url, exc)}") from None
+        interrupts.hold_during_transactions(storage.engine)  # Ctrl-C never lands mid-transaction
+        return storage
     raise AssertionError("unreachable")
 
 

@@ -124,7 +124,7 @@ def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, 
     assert "--resume" in text
 
     trials = load_run_study(out).get_trials()
-    assert not [t for t in trials if t.state.name == "RUNNING"]  # nothing left in an unknown state
+    assert not [t for t in trials if t.state.name == "RUNNING"], text  # nothing left in an unknown state
     _check_requeued(trials)
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta["end_time"] is None
