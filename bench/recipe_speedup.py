@@ -235,7 +235,8 @@ def confirmed_candidates(
 ) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, list[str]]]:
     """([(label, recipe dict)], {curve name: labels}) from the search's *confirmed* frontier.
 
-    The recipe whose confirmed tradeoff curve claims the largest speedup (re-trained by the search's
+    The recipe whose confirmed tradeoff curve (or, where no curve was confirmed, confirmed front point) claims
+    the largest speedup (re-trained by the search's
     confirmation stage with more seeds, selected on validation) at each budget of its curve and at the
     baseline curve's longer budgets, so that its curve reaches the longest baseline's accuracy; plus the
     front's most accurate recipe when it is another one. Empty when the run confirmed no curve (older runs):
@@ -244,13 +245,15 @@ def confirmed_candidates(
     from bench.replication import _recipe_of, claims
 
     f, found = claims(run_dir)
-    confirmed_curves = [c for c in found if c["kind"] == "curve"]
-    if not confirmed_curves:
+    # a confirmed curve; else a confirmed point (its recipe, trained at every budget by the confirmation stage)
+    pool = [c for c in found if c["kind"] == "curve"] or [c for c in found if c["kind"] == "point"]
+    if not pool:
         return [], {}
-    best = max(confirmed_curves, key=lambda c: c["speedup"])
+    best = max(pool, key=lambda c: c["speedup"])
     rec = _recipe_of(f, best["recipe_key"])
-    longest = max(best["budgets"])
-    budgets = sorted(set(best["budgets"]) | {b for b in curve_budgets if b > longest + 1e-9})
+    trained = set(f.points.loc[f.points["recipe_key"] == best["recipe_key"], "budget"].astype(float))
+    longest = max(trained | set(best["budgets"]))
+    budgets = sorted(trained | set(best["budgets"]) | {b for b in curve_budgets if b > longest + 1e-9})
     trial = f"trial {best['number']}"
     labels = [f"{trial}'s recipe @ budget {b:g}" for b in budgets]
     cands = [(label, {**rec, "budget": b}) for label, b in zip(labels, budgets, strict=True)]
@@ -259,7 +262,8 @@ def confirmed_candidates(
         row = front.loc[front["search_metric"].astype(float).idxmax()]
         if row["recipe_key"] != best["recipe_key"]:
             cands.append((_label(row, json.loads(row["recipe_json"])), json.loads(row["recipe_json"])))
-    name = (f"{trial}: {best['algorithms']} (search: confirmed {best['speedup']:.2f}x "
+    where = "" if best["kind"] == "curve" else f" at budget {best['budgets'][0]:g}"
+    name = (f"{trial}: {best['algorithms']} (search: confirmed {best['speedup']:.2f}x{where} "
             f"[{best['ci'][0]:.2f}–{best['ci'][1]:.2f}] at val accuracy {best['target']:.4f})")
     return cands, {name: labels}
 

@@ -198,3 +198,30 @@ def test_a_refining_search_is_measured_against_the_plain_baseline_of_an_earlier_
     assert rs.read_search_run(plain)[0] == plain.resolve()
     with pytest.raises(SystemExit, match="--baseline-from: .* has no trials.csv"):
         rs.read_search_run(tmp_path / "nowhere")
+
+
+def test_without_a_confirmed_curve_the_best_confirmed_point_gives_its_recipe_at_every_budget_trained(
+        trials, monkeypatch):
+    """fashion_mnist_long confirmed a point (trial 28 at budget 2, 1.76x) but no curve: §5 still replays that
+    recipe's whole curve, the budgets its confirmation trained and the baseline's longer ones."""
+    from types import SimpleNamespace
+
+    import bench.replication as replication
+    from bench.recipe_speedup import confirmed_candidates
+
+    recipe = {"name": "r", "max_duration": 2, "budget": 2.0, "algorithms": {"blurpool": {}}}
+    f = SimpleNamespace(
+        points=pd.DataFrame({"recipe_key": ["a", "a", "a", "b"], "budget": [2.0, 3.0, 4.0, 2.0]}),
+        completed_trials=pd.DataFrame({"recipe_key": ["a", "b"], "number": [28, 29],
+                                       "recipe_json": [json.dumps(recipe), json.dumps(recipe)]}))
+    point = {"kind": "point", "recipe_key": "a", "number": 28, "algorithms": "blurpool", "budgets": [2.0],
+             "speedup": 1.76, "ci": [1.09, 1.98], "target": 0.9167}
+    slower = {**point, "recipe_key": "b", "number": 29, "speedup": 1.2}
+    monkeypatch.setattr(replication, "claims", lambda run_dir: (f, [slower, point]))
+    cands, curves = confirmed_candidates(Path("run"), trials, [0.5, 1.0, 2.0, 5.0])
+    assert [label for label, _ in cands][:4] == [f"trial 28's recipe @ budget {b}" for b in ("2", "3", "4", "5")]
+    assert [rec["budget"] for _, rec in cands][:4] == [2.0, 3.0, 4.0, 5.0]
+    (name, labels), = curves.items()
+    assert "confirmed 1.76x at budget 2 [1.09–1.98]" in name and len(labels) == 4
+    monkeypatch.setattr(replication, "claims", lambda run_dir: (f, []))
+    assert confirmed_candidates(Path("run"), trials, [5.0]) == ([], {})
