@@ -22,11 +22,15 @@ Method
    flip TTA) for ``CIFAR_EPOCHS`` epochs on CIFAR-format files of random pixels (50000 + 10000 images, the
    real layout: ``data_batch_1..5``, ``test_batch``): images/s and seconds per epoch, which bound its time to
    any accuracy from below; airbench's published 94 % in 3.29 s on an A100 is 9.9 epochs, about
-   0.33 s per epoch (150k images/s).
+   0.33 s per epoch (150k images/s). Beside it, on the same GPU and the same random pixels (in the
+   ``cifar10/train.pt`` layout its ``CifarLoader`` reads), airbench's own ``train94`` (PyPI ``airbench``
+   0.1.8, in the bench extra): one warm-up run, then one timed (wall clock between CUDA syncs, whitening
+   set-up included, no evaluation), where the package is installed.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import pickle
 import re
@@ -145,6 +149,48 @@ def _cifar(epochs: float) -> dict[str, Any]:
     return rec
 
 
+CIFAR_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+# airbench's own training, in a child process whose working directory holds the data (CifarLoader('cifar10')).
+AIRBENCH_SCRIPT = """
+import json, time, torch, airbench
+from airbench import lib_airbench94
+airbench.train94(verbose=False)  # warm-up: cuDNN autotuning, the first run's allocations
+torch.cuda.synchronize(); start = time.perf_counter()
+airbench.train94(verbose=False)
+torch.cuda.synchronize()
+print(json.dumps({"seconds": time.perf_counter() - start, "epochs": lib_airbench94.hyp["opt"]["train_epochs"]}))
+"""
+
+
+def write_airbench_format(directory: Path, n_train: int = 50000, n_test: int = 10000, seed: int = 0) -> None:
+    """Random pixels and labels as airbench's CifarLoader caches CIFAR-10: ``cifar10/{train,test}.pt`` holding
+    uint8 images (N, 32, 32, 3), int64 labels and the class names."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    (directory / "cifar10").mkdir(parents=True, exist_ok=True)
+    for name, n in (("train", n_train), ("test", n_test)):
+        torch.save({"images": torch.from_numpy(rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8)),
+                    "labels": torch.from_numpy(rng.integers(0, 10, n)), "classes": CIFAR_CLASSES},
+                   directory / "cifar10" / f"{name}.pt")
+
+
+def _airbench() -> dict[str, Any]:
+    import importlib.util
+
+    if importlib.util.find_spec("airbench") is None:
+        return {"skipped": "airbench is not installed (the bench extra: pip install -e '.[bench]')"}
+    with tempfile.TemporaryDirectory() as tmp:
+        write_airbench_format(Path(tmp))
+        proc = subprocess.run([sys.executable, "-c", AIRBENCH_SCRIPT], cwd=tmp, capture_output=True, text=True,
+                              timeout=900)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        return {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:300]}
+    out = json.loads(lines[-1])
+    return {**out, "seconds_per_epoch": out["seconds"] / out["epochs"]}
+
+
 def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
     import torch
 
@@ -163,6 +209,8 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
     result["method_costs"] = _method_costs(1 if quick else 2)
     print(f"[{NAME}] CIFAR-format timing, {CIFAR_EPOCHS} epochs", flush=True)
     result["cifar"] = _cifar(1 if quick else CIFAR_EPOCHS)
+    print(f"[{NAME}] airbench's own train94 on the same random pixels", flush=True)
+    result["airbench"] = _airbench()
     result["wall_seconds"] = time.perf_counter() - t0
     result["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     return result
@@ -234,7 +282,19 @@ def render(result: dict[str, Any]) -> str:
             f"{fmt(cf['seconds_per_epoch'] * 10, '.1f')} s for its 10 epochs; airbench94 reports "
             f"{ab['seconds']} s for {ab['epochs']} epochs on an {ab['gpu']} "
             f"({ab['seconds'] / ab['epochs']:.2f} s per epoch).")
+    lines.append(_airbench_text(result.get("airbench"), cf))
     return "\n".join(lines)
+
+
+def _airbench_text(own: dict[str, Any] | None, cf: dict[str, Any]) -> str:
+    if not own:
+        return "airbench's own code was not run beside it (results from before the comparison existed)."
+    if "skipped" in own or "error" in own:
+        return f"airbench's own train94 beside it: not run ({own.get('skipped') or 'failed: ' + own['error']})."
+    ratio = cf.get("seconds_per_epoch", math.nan) / own["seconds_per_epoch"]
+    return (f"airbench's own train94 (PyPI airbench 0.1.8) on the same GPU and the same random pixels: "
+            f"{own['seconds']:.2f} s for {own['epochs']:g} epochs ({own['seconds_per_epoch']:.2f} s per epoch, "
+            f"set-up included); our recipe takes {fmt(ratio, '.2f')}x its time per epoch.")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -573,8 +573,8 @@ def render(result: dict[str, Any]) -> str:
                   "accuracy gain at matched time on medians", "gain per seed (pp)"], crows),
     ]
     if a.get("curves"):
-        parts += ["", "The search's best measured recipe as a tradeoff curve (its budget, then the baseline's longer "
-                  "budgets; `longer_budget_arms`): speedup at the longest baseline's accuracy, time to reach it read "
+        parts += ["", "The search's best recipe as a tradeoff curve (the budgets the search trained it at, then the "
+                  "baseline's longer budgets; `confirmed_candidates`, `longer_budget_arms`): speedup at the longest baseline's accuracy, time to reach it read "
                   "off each envelope in log time (`curve_speedup`; `at_first`: the recipe's cheapest point already "
                   "beats it, a lower bound; `not reached`: no extrapolation).", "",
                   md_table(["recipe curve", "points", "target accuracy (median)", "baseline s to reach it",

@@ -68,3 +68,27 @@ def test_method_costs_render_best_of_runs_relative_to_the_whole_recipe():
     text = gpu.render(result)
     assert "| without sam | 150 | 1.50 |" in text and "| baseline | 400 | 4.00 |" in text
     assert "Costing over 5 %: sam (x1.50)." in text and "first run 0.50x" in text
+
+
+def test_airbench_format_files_are_what_its_cifar_loader_reads(tmp_path):
+    """airbench's CifarLoader (utils.py) loads ``cifar10/train.pt`` and permutes uint8 NHWC images to NCHW."""
+    gpu.write_airbench_format(tmp_path, n_train=40, n_test=10)
+    train = torch.load(tmp_path / "cifar10" / "train.pt")
+    test = torch.load(tmp_path / "cifar10" / "test.pt")
+    assert train["images"].shape == (40, 32, 32, 3) and train["images"].dtype == torch.uint8
+    assert test["labels"].shape == (10,) and test["labels"].dtype == torch.int64 and int(test["labels"].max()) < 10
+    assert train["classes"] == gpu.CIFAR_CLASSES and train["images"].permute(0, 3, 1, 2).shape == (40, 3, 32, 32)
+
+
+def test_airbench_is_skipped_where_it_is_not_installed_and_its_timing_renders_beside_ours(monkeypatch):
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert "airbench is not installed" in gpu._airbench()["skipped"]
+    result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
+    result["cifar"] = {**result["cifar"], "seconds_per_epoch": 0.66}
+    result["airbench"] = {"seconds": 3.3, "epochs": 9.9, "seconds_per_epoch": 3.3 / 9.9}
+    text = gpu.render(result)
+    assert "3.30 s for 9.9 epochs (0.33 s per epoch" in text and "takes 1.98x its time per epoch" in text
+    result["airbench"] = {"skipped": "airbench is not installed"}
+    assert "not run (airbench is not installed)" in gpu.render(result)
