@@ -48,13 +48,20 @@ def arms_of(recipe: dict[str, Any], base: dict[str, Any]) -> dict[str, dict[str,
 
 def _source() -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(label, recipe at BUDGET, base recipe) from the newest Fashion-MNIST search's confirmed frontier."""
-    from bench.recipe_speedup import confirmed_candidates, find_search_run, search_baselines, search_objectives
+    from bench.recipe_speedup import (
+        baseline_run,
+        confirmed_candidates,
+        find_search_run,
+        search_baselines,
+        search_objectives,
+    )
 
     found = find_search_run("fashion_mnist")
     if found is None:
         raise RuntimeError("no Fashion-MNIST search run (runs/**/trials.csv or reports/examples/*/trials.csv)")
     objectives = search_objectives(found[0])
-    curve = search_baselines(found[1], 10, objectives)
+    base = baseline_run(found, "fashion_mnist") or found  # the plain baseline, also for a refining search
+    curve = search_baselines(base[1], 10, search_objectives(base[0]))
     cands, curves = confirmed_candidates(found[0], found[1], sorted(curve), objectives)
     if not curves:
         raise RuntimeError(f"{found[0]} confirmed no recipe curve")

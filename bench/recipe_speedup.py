@@ -117,6 +117,15 @@ def _plain_baselines(ok: Any) -> bool:
     return not rows.empty and is_plain(json.loads(rows.iloc[0]["recipe_json"]))
 
 
+def baseline_run(found: tuple[Path, Any], dataset: str, baseline_from: Path | None = None) -> tuple[Path, Any] | None:
+    """The search whose baseline trials give the plain baseline's curve: ``baseline_from`` when given, else the
+    candidates' own search (``found``), unless it refines an earlier search's recipe (its baselines are not
+    plain): then the newest search on ``dataset`` whose baselines are."""
+    if baseline_from is not None:
+        return read_search_run(baseline_from)
+    return found if _plain_baselines(found[1]) else find_search_run(dataset, plain_base=True)
+
+
 def read_search_run(run_dir: Path) -> tuple[Path, Any]:
     """A given search run dir and its completed trials (``--baseline-from``); SystemExit when it has none."""
     ok = _completed(run_dir / "trials.csv")
@@ -322,11 +331,7 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False,
     base = load_recipe(cfg["base"])
     found = None if hand else find_search_run(cfg["dataset"])
     objectives = search_objectives(found[0]) if found else None
-    base_run = found
-    if found and baseline_from is not None:
-        base_run = read_search_run(baseline_from)
-    elif found and not _plain_baselines(found[1]):  # a refining search: the plain baseline of an earlier one
-        base_run = find_search_run(cfg["dataset"], plain_base=True)
+    base_run = baseline_run(found, cfg["dataset"], baseline_from) if found else None
     curve = (search_baselines(base_run[1], cfg["baseline_epochs"], search_objectives(base_run[0]))
              if base_run else {})
     cands, curves = confirmed_candidates(found[0], found[1], sorted(curve), objectives) if found else ([], {})

@@ -196,6 +196,10 @@ def test_a_refining_search_is_measured_against_the_plain_baseline_of_an_earlier_
     assert rs.is_plain(json.loads(base[1]["recipe_json"].iloc[0]))
     assert not rs.is_plain(refined) and not rs.is_plain({"optimizer": {"name": "sgd"}, "algorithms": {"ema": {}}})
     assert rs.read_search_run(plain)[0] == plain.resolve()
+    # which run's baselines §5, §8 and §10 use: the plain one, whichever search the candidates come from
+    assert rs.baseline_run(newest, "fashion_mnist")[0].name == "first"
+    assert rs.baseline_run(base, "fashion_mnist") is base
+    assert rs.baseline_run(newest, "fashion_mnist", baseline_from=plain)[0] == plain.resolve()
     with pytest.raises(SystemExit, match="--baseline-from: .* has no trials.csv"):
         rs.read_search_run(tmp_path / "nowhere")
 
