@@ -49,9 +49,9 @@ def arms_of(recipe: dict[str, Any], base: dict[str, Any]) -> dict[str, dict[str,
 def _source() -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(label, recipe at BUDGET, base recipe) from the newest Fashion-MNIST search's confirmed frontier."""
     from bench.recipe_speedup import (
-        baseline_run,
         confirmed_candidates,
         find_search_run,
+        plain_baseline_curve,
         search_baselines,
         search_objectives,
     )
@@ -60,8 +60,9 @@ def _source() -> tuple[str, dict[str, Any], dict[str, Any]]:
     if found is None:
         raise RuntimeError("no Fashion-MNIST search run (runs/**/trials.csv or reports/examples/*/trials.csv)")
     objectives = search_objectives(found[0])
-    base = baseline_run(found, "fashion_mnist") or found  # the plain baseline, also for a refining search
-    curve = search_baselines(base[1], 10, search_objectives(base[0]))
+    # the plain baseline, also for a search that refines another's recipe; else the search's own
+    _, curve = plain_baseline_curve(found, "fashion_mnist", 10)
+    curve = curve or search_baselines(found[1], 10, objectives)
     cands, curves = confirmed_candidates(found[0], found[1], sorted(curve), objectives)
     if not curves:
         raise RuntimeError(f"{found[0]} confirmed no recipe curve")
@@ -72,7 +73,6 @@ def _source() -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
     import torch
-
 
     torch.set_num_threads(THREADS)
     n_seeds = seeds or (1 if quick else SEEDS)

@@ -112,8 +112,10 @@ def is_plain(recipe: dict[str, Any]) -> bool:
 
 
 def _plain_baselines(ok: Any) -> bool:
-    flags = ok["is_baseline"].astype(str).str.lower() == "true" if "is_baseline" in ok else None
-    rows = ok[flags] if flags is not None else ok.iloc[0:0]
+    """The search's baseline trials (``analysis.frontier``'s, as ``search_baselines`` reads them) are plain."""
+    from recipesearch.analysis import Objectives, frontier
+
+    rows = frontier(ok, Objectives()).baseline
     return not rows.empty and is_plain(json.loads(rows.iloc[0]["recipe_json"]))
 
 
@@ -124,6 +126,16 @@ def baseline_run(found: tuple[Path, Any], dataset: str, baseline_from: Path | No
     if baseline_from is not None:
         return read_search_run(baseline_from)
     return found if _plain_baselines(found[1]) else find_search_run(dataset, plain_base=True)
+
+
+def plain_baseline_curve(found: tuple[Path, Any], dataset: str, baseline_epochs: float,
+                         baseline_from: Path | None = None) -> tuple[tuple[Path, Any] | None, dict[float, dict[str, Any]]]:
+    """(the run it comes from, ``search_baselines``' curve) of the plain baseline for the candidates of ``found``
+    (§5, and §8's and §10's arms); (None, {}) when no search on ``dataset`` has a plain baseline."""
+    base = baseline_run(found, dataset, baseline_from)
+    if base is None:
+        return None, {}
+    return base, search_baselines(base[1], baseline_epochs, search_objectives(base[0]))
 
 
 def read_search_run(run_dir: Path) -> tuple[Path, Any]:
@@ -331,9 +343,8 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False,
     base = load_recipe(cfg["base"])
     found = None if hand else find_search_run(cfg["dataset"])
     objectives = search_objectives(found[0]) if found else None
-    base_run = baseline_run(found, cfg["dataset"], baseline_from) if found else None
-    curve = (search_baselines(base_run[1], cfg["baseline_epochs"], search_objectives(base_run[0]))
-             if base_run else {})
+    base_run, curve = (plain_baseline_curve(found, cfg["dataset"], cfg["baseline_epochs"], baseline_from)
+                       if found else (None, {}))
     cands, curves = confirmed_candidates(found[0], found[1], sorted(curve), objectives) if found else ([], {})
     confirmed = bool(cands)
     if found and not cands:
