@@ -187,8 +187,10 @@ def _airbench() -> dict[str, Any]:
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         return {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:300]}
+    from importlib.metadata import version
+
     out = json.loads(lines[-1])
-    return {**out, "seconds_per_epoch": out["seconds"] / out["epochs"]}
+    return {**out, "seconds_per_epoch": out["seconds"] / out["epochs"], "version": version("airbench")}
 
 
 def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
@@ -292,7 +294,7 @@ def _airbench_text(own: dict[str, Any] | None, cf: dict[str, Any]) -> str:
     if "skipped" in own or "error" in own:
         return f"airbench's own train94 beside it: not run ({own.get('skipped') or 'failed: ' + own['error']})."
     ratio = cf.get("seconds_per_epoch", math.nan) / own["seconds_per_epoch"]
-    return (f"airbench's own train94 (PyPI airbench 0.1.8) on the same GPU and the same random pixels: "
+    return (f"airbench's own train94 (PyPI airbench {own.get('version', '?')}) on the same GPU and the same random pixels: "
             f"{own['seconds']:.2f} s for {own['epochs']:g} epochs ({own['seconds_per_epoch']:.2f} s per epoch, "
             f"set-up included); our recipe takes {fmt(ratio, '.2f')}x its time per epoch.")
 

@@ -87,8 +87,9 @@ def test_airbench_is_skipped_where_it_is_not_installed_and_its_timing_renders_be
     assert "airbench is not installed" in gpu._airbench()["skipped"]
     result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
     result["cifar"] = {**result["cifar"], "seconds_per_epoch": 0.66}
-    result["airbench"] = {"seconds": 3.3, "epochs": 9.9, "seconds_per_epoch": 3.3 / 9.9}
+    result["airbench"] = {"seconds": 3.3, "epochs": 9.9, "seconds_per_epoch": 3.3 / 9.9, "version": "0.1.8"}
     text = gpu.render(result)
+    assert "(PyPI airbench 0.1.8)" in text
     assert "3.30 s for 9.9 epochs (0.33 s per epoch" in text and "takes 1.98x its time per epoch" in text
     result["airbench"] = {"skipped": "airbench is not installed"}
     assert "not run (airbench is not installed)" in gpu.render(result)
