@@ -23,7 +23,7 @@ What ``--quick`` does, per benchmark:
 - crash_cycles: 3 kill -9 cycles of a 20-trial digits search instead of 10 of a 30-trial one.
 - ablation: 1 seed per arm instead of 2.
 - streaming: 2 repeats of 2-epoch runs instead of 4 of 3.
-- gpu: 1 seed instead of 3, 1 CIFAR-format epoch instead of 3. It runs only where CUDA is available (a lent
+- gpu: 1 seed instead of 3, 1 run per method instead of 2. It runs only where CUDA is available (a lent
   GPU machine); elsewhere it is skipped and its previous results stay (not a failure).
 
 Not part of any run (slow: valgrind emulates every instruction, imports included): the trainer's

@@ -1,11 +1,15 @@
-"""bench/gpu.py without a GPU: its CIFAR-format files load through the real loader, it refuses to run
-without CUDA (and bench.run_all skips it, keeping the saved results), and the saved results render."""
+"""bench/gpu.py without a GPU: the files it writes load through our loader and as airbench reads them, the
+side-by-side and its analysis on stand-ins for the training, it refuses to run without CUDA (and bench.run_all skips
+it, keeping the saved results), and the saved results render."""
 from __future__ import annotations
 
 import json
+import math
+import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -15,15 +19,6 @@ if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesear
 
 import bench.gpu as gpu  # noqa: E402
 import bench.run_all as run_all  # noqa: E402
-
-
-def test_cifar_format_files_load_with_the_cifar10_loader(tmp_path):
-    from recipesearch.data import DataSpec, get_dataset
-
-    gpu.write_cifar_format(tmp_path / "cifar-10-batches-py", n_train=50, n_test=20)
-    raw = get_dataset("cifar10")(DataSpec(name="cifar10", root=str(tmp_path)))
-    assert raw.train_images.shape == (50, 3, 32, 32) and raw.test_images.shape == (20, 3, 32, 32)
-    assert raw.train_images.dtype == torch.uint8 and int(raw.train_labels.max()) < 10
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
@@ -38,14 +33,16 @@ def test_without_cuda_it_refuses_and_run_all_skips_it_keeping_the_saved_results(
     assert "## 10. GPU path" in (tmp_path / "benchmarks.md").read_text()
 
 
-def test_the_saved_result_renders_its_tests_speedups_and_the_cifar_timing():
+def test_the_saved_result_renders_each_of_its_sections():
     result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
     text = gpu.render(result)
     t = result["cuda_tests"]
     assert f"{t['counts']['passed']} passed" in text and "test_real_gpu_fit_has_no_sync" in text
     for s in result["fashion_mnist"]["speedups"]:
         assert f"seed {s['seed']}:" in text
-    assert "s per epoch" in text and "time to 94% is not measured" in text
+    assert "What each method costs on the GPU" in text
+    if "side_by_side" in result:
+        assert "| airbench | 9.9 |" in text and "our final accuracy: " in text
 
 
 def test_speedups_are_read_per_seed_off_that_seeds_curves():
@@ -67,29 +64,172 @@ def test_method_costs_render_best_of_runs_relative_to_the_whole_recipe():
                               "repeats": 2}
     text = gpu.render(result)
     assert "| without sam | 150 | 1.50 |" in text and "| baseline | 400 | 4.00 |" in text
-    assert "Costing over 5 %: sam (x1.50)." in text and "first run 0.50x" in text
+    assert "Costing over 5 %: sam (x1.50)." in text
+
+
+def _images(n_train: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 256, (n_train, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, n_train),
+            rng.integers(0, 256, (n_test, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, n_test))
+
+
+def test_cifar_format_files_load_with_the_cifar10_loader_pixel_for_pixel(tmp_path):
+    from recipesearch.data import DataSpec, get_dataset
+
+    images = _images(53, 20)
+    gpu.write_cifar_format(tmp_path / "cifar-10-batches-py", images)
+    raw = get_dataset("cifar10")(DataSpec(name="cifar10", root=str(tmp_path)))
+    assert raw.train_images.shape == (53, 3, 32, 32) and raw.test_images.shape == (20, 3, 32, 32)
+    assert torch.equal(raw.train_images, torch.from_numpy(images[0]).permute(0, 3, 1, 2))
+    assert raw.train_labels.tolist() == images[1].tolist() and raw.test_labels.tolist() == images[3].tolist()
 
 
 def test_airbench_format_files_are_what_its_cifar_loader_reads(tmp_path):
     """airbench's CifarLoader (utils.py) loads ``cifar10/train.pt`` and permutes uint8 NHWC images to NCHW."""
-    gpu.write_airbench_format(tmp_path, n_train=40, n_test=10)
+    images = _images(40, 10)
+    gpu.write_airbench_format(tmp_path, images)
     train = torch.load(tmp_path / "cifar10" / "train.pt")
     test = torch.load(tmp_path / "cifar10" / "test.pt")
     assert train["images"].shape == (40, 32, 32, 3) and train["images"].dtype == torch.uint8
-    assert test["labels"].shape == (10,) and test["labels"].dtype == torch.int64 and int(test["labels"].max()) < 10
-    assert train["classes"] == gpu.CIFAR_CLASSES and train["images"].permute(0, 3, 1, 2).shape == (40, 3, 32, 32)
+    assert torch.equal(train["images"], torch.from_numpy(images[0]))
+    assert test["labels"].dtype == torch.int64 and test["labels"].tolist() == images[3].tolist()
+    assert train["classes"] == gpu.CIFAR_CLASSES
 
 
-def test_airbench_is_skipped_where_it_is_not_installed_and_its_timing_renders_beside_ours(monkeypatch):
+def test_fashion_as_cifar_pads_each_grey_image_to_32_and_repeats_it_over_rgb():
+    from recipesearch.data import DataSpec, get_dataset
+
+    try:
+        fm = get_dataset("fashion_mnist")(DataSpec(name="fashion_mnist"))
+    except Exception as exc:  # noqa: BLE001 - the data is optional on a machine
+        pytest.skip(f"Fashion-MNIST not found: {exc}")
+    train_x, train_y, test_x, test_y = gpu.fashion_as_cifar()
+    assert train_x.shape == (60000, 32, 32, 3) and test_x.shape == (10000, 32, 32, 3) and train_x.dtype == np.uint8
+    assert np.array_equal(train_x[:, 2:30, 2:30, 1], fm.train_images[:, 0].numpy())
+    assert (train_x[:, :2] == 0).all() and (train_x[:, :, 30:] == 0).all()
+    assert np.array_equal(test_x[..., 0], test_x[..., 2]) and test_y.tolist() == fm.test_labels.tolist()
+
+
+def test_a_failing_airbench_child_keeps_its_finished_runs_and_marks_the_rest(monkeypatch, tmp_path):
+    done = json.dumps({"epochs": 2.0, "train_seconds": 1.0, "accuracy": 0.8, "eval_seconds": 0.1})
+    calls = []
+
+    def fake_run(cmd, **kwargs):
+        calls.append((cmd, kwargs["cwd"]))
+        return subprocess.CompletedProcess(cmd, 1, stdout=done + "\n", stderr="Traceback...\nRuntimeError: CUDA oom\n")
+
+    monkeypatch.setattr(gpu.subprocess, "run", fake_run)
+    runs = gpu._airbench_runs(tmp_path, [2.0, 4.0, 9.9], seed=7)
+    assert [r["epochs"] for r in runs] == [2.0, 4.0, 9.9] and runs[0]["accuracy"] == 0.8
+    assert all(math.isnan(r["accuracy"]) and r["error"] == "RuntimeError: CUDA oom" for r in runs[1:])
+    (cmd, cwd), = calls
+    assert cwd == tmp_path and json.loads(cmd[-1]) == {"epochs": [2.0, 4.0, 9.9], "seed": 7}
+    compile(gpu.AIRBENCH_SCRIPT, "airbench_script", "exec")  # the child's script is valid Python
+
+
+def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(monkeypatch):
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr("importlib.metadata.version", lambda name: "0.1.8")
+    monkeypatch.setattr(gpu, "fashion_as_cifar", lambda: _images(30, 10))
+    order, ours_data = [], []
+
+    def fake_airbench(workdir, epochs, seed):
+        assert (workdir / "cifar10" / "train.pt").exists() and (workdir / "cifar-10-batches-py" / "test_batch").exists()
+        order.append(("airbench", seed, list(epochs)))
+        return [{"epochs": e, "train_seconds": 0.3 * e, "accuracy": 0.80 + 0.01 * e} for e in epochs]
+
+    def fake_fit(data, source):
+        ours_data.append(data)
+        e = data["max_duration"]
+        if data["seed"] != gpu.SEED_OFFSET + 99:
+            order.append(("ours", data["seed"], e))
+        return {"accuracy": 0.78 + 0.012 * e, "train_seconds": 0.5 * e}
+
+    monkeypatch.setattr(gpu, "_airbench_runs", fake_airbench)
+    monkeypatch.setattr(gpu, "fit_or_nan", fake_fit)
+    sb = gpu._side_by_side(2)
+    assert ours_data[0]["max_duration"] == 1 and ours_data[0]["seed"] == gpu.SEED_OFFSET + 99  # the warm-up first
+    assert all(d["data"]["val_fraction"] == 0.0 and d["data"]["name"] == "cifar10" for d in ours_data)
+    assert order[0] == ("airbench", gpu.SEED_OFFSET, [2.0, 4.0, 6.0, 9.9])  # seed 0: airbench first, its 9.9
+    assert [o[2] for o in order[1:5]] == [2.0, 4.0, 6.0, 10.0] and order[1][1] == gpu.SEED_OFFSET
+    assert order[5:] == [("ours", gpu.SEED_OFFSET + 1, e) for e in (4.0, 6.0, 10.0, 2.0)] + [  # seed 1: ours first
+        ("airbench", gpu.SEED_OFFSET + 1, [4.0, 6.0, 9.9, 2.0])]
+    assert len(sb["runs"]) == 16 and sb["airbench_version"] == "0.1.8" and "30 train / 10 test" in sb["data"]
+    # airbench's final accuracy 0.899 at 2.97 s; ours gets there between 6 (0.852) and 10 epochs (0.90)
+    final, = (t for t in sb["targets"] if t["name"] == "airbench's final accuracy")
+    om = final["on_medians"]
+    assert final["accuracy"] == pytest.approx(0.899) and om["airbench"]["seconds"] == pytest.approx(2.97)
+    assert 4.0 < om["ours"]["seconds"] < 5.0 and om["ratio"] > 1 and len(final["per_seed"]) == 2
+    records, = (t for t in sb["targets"] if t["name"] == "the records' measure")
+    assert records["accuracy"] == 0.94 and math.isnan(records["on_medians"]["ratio"])  # neither side gets to 94 %
+    ours_final, = (t for t in sb["targets"] if t["name"] == "our final accuracy")  # 0.90: past airbench's best
+    assert math.isnan(ours_final["on_medians"]["airbench"]["seconds"])
+    text = gpu._side_text(sb)
+    assert "| airbench | 9.9 | 2.97 | 0.8990 | 0.300 |" in text and "| ours | 10 | 5.00 | 0.9000 | 0.500 |" in text
+    assert f"| airbench's final accuracy: 89.90% | 2.97 | {om['ours']['seconds']:.2f} | {om['ratio']:.2f}x |" in text
+    assert "| the records' measure: 94.00% | not reached | not reached | – | –, – |" in text
+    assert "Time to 94% on CIFAR-10, the records' measure, cannot be" in text
+    assert "Per epoch ours takes 1.67x airbench's time (longest runs)" in text  # 0.5 s against 0.3 s
+    assert "-1.60 pp at 2 epochs and +0.10 pp at the longest." in text  # not the cost of a step alone
+
+
+def test_times_to_an_accuracy_mark_a_target_met_at_the_first_run_as_an_upper_bound():
+    rows = [{"side": "airbench", "train_seconds": 1.0, "accuracy": 0.95}, {"side": "airbench", "train_seconds": 2.0,
+                                                                          "accuracy": 0.96},
+            {"side": "ours", "train_seconds": 2.0, "accuracy": 0.90}, {"side": "ours", "train_seconds": 8.0,
+                                                                      "accuracy": 0.94},
+            {"side": "ours", "train_seconds": math.nan, "accuracy": math.nan, "error": "x"}]
+    got = gpu._times_to(0.94, rows)
+    assert got["airbench"] == {"seconds": 1.0, "upper_bound": True}
+    assert got["ours"]["seconds"] == pytest.approx(8.0) and not got["ours"]["upper_bound"]
+    assert got["ratio"] == pytest.approx(8.0)
+    assert "≤ 1.00" in gpu._side_text({"data": "d", "airbench_version": "v", "seeds": 1, "runs": rows, "medians": [],
+                                        "targets": [{"name": "t", "accuracy": 0.94, "on_medians": got,
+                                                     "per_seed": [got]}]})
+
+
+def test_side_by_side_is_skipped_without_airbench(monkeypatch):
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    assert "airbench is not installed" in gpu._airbench()["skipped"]
-    result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
-    result["cifar"] = {**result["cifar"], "seconds_per_epoch": 0.66}
-    result["airbench"] = {"seconds": 3.3, "epochs": 9.9, "seconds_per_epoch": 3.3 / 9.9, "version": "0.1.8"}
-    text = gpu.render(result)
-    assert "(PyPI airbench 0.1.8)" in text
-    assert "3.30 s for 9.9 epochs (0.33 s per epoch" in text and "takes 1.98x its time per epoch" in text
-    result["airbench"] = {"skipped": "airbench is not installed"}
-    assert "not run (airbench is not installed)" in gpu.render(result)
+    sb = gpu._side_by_side(1)
+    assert "airbench is not installed" in sb["skipped"] and "Not run: airbench is not installed" in gpu._side_text(sb)
+
+
+def test_run_saves_after_each_section_so_a_cut_short_run_keeps_its_results(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: "Fake GPU")
+    monkeypatch.setattr(gpu, "_side_by_side", lambda n: {"skipped": "x"})
+    monkeypatch.setattr(gpu, "_cuda_tests", lambda: {"returncode": 0, "counts": {"passed": 1}, "cuda_cases": []})
+    monkeypatch.setattr(gpu, "_fashion", lambda n: {"runs": []})
+    monkeypatch.setattr(gpu, "_method_costs", lambda repeats: {"runs": [], "repeats": repeats})
+    saved = []
+    result = gpu.run(quick=True, on_section=saved.append)
+    sections = ("side_by_side", "cuda_tests", "fashion_mnist", "method_costs")
+    assert [sorted(k for k in s if k in sections) for s in saved] == [
+        ["side_by_side"], ["cuda_tests", "side_by_side"], ["cuda_tests", "fashion_mnist", "side_by_side"],
+        ["cuda_tests", "fashion_mnist", "method_costs", "side_by_side"]]
+    assert [s["partial"] for s in saved] == [True, True, True, False] and "finished" in result
+    text = gpu.render(saved[1])
+    assert "cut short" in text and "**CUDA tests**" in text and "Fashion-MNIST on the GPU" not in text
+
+
+def test_only_runs_the_named_sections_and_merges_them_into_the_saved_results(monkeypatch, capsys):
+    import bench.common as common
+
+    saved = {"gpu": {"name": "gpu", "gpu": "Old GPU", "torch": "1", "cuda_tests": {"old": True}, "fashion_mnist": {}}}
+    monkeypatch.setattr(common, "load_result", lambda name: saved.get(name))
+    monkeypatch.setattr(common, "save_result", lambda name, result: saved.__setitem__(name, result) or Path(name))
+    monkeypatch.setattr(gpu, "render", lambda result: "rendered")
+    asked = []
+    monkeypatch.setattr(gpu, "run", lambda quick, seeds, only, on_section: asked.append(only) or {
+        "gpu": "New GPU", "side_by_side": {"new": True}})
+    gpu.main(["--only", "side_by_side"])
+    assert asked == [["side_by_side"]]
+    assert saved["gpu"]["cuda_tests"] == {"old": True} and saved["gpu"]["side_by_side"] == {"new": True}
+    assert saved["gpu"]["gpu"] == "New GPU"
+    with pytest.raises(SystemExit) as exc:
+        gpu.main(["--only", "side_by_side,bogus"])
+    assert exc.value.code == 2 and "unknown section(s) bogus" in capsys.readouterr().err
