@@ -58,6 +58,7 @@ class TrialRecord:
     # the compute it used up to that rung
     pruned_at: float | None = None
     promoted_from: int | None = None  # scheduler promote: the trial whose recipe this one retrains
+    duplicate_of: int | None = None  # PRUNED without training: the trial that trains the same recipe
 
     def to_row(self) -> dict[str, Any]:
         row = {"number": self.number, "state": self.state, "accuracy": self.accuracy,
@@ -301,7 +302,7 @@ def run_study(
             a["accuracy"] if state == "COMPLETE" else math.nan,
             a["train_seconds"] if spent else math.nan,
             state, hits.get(frozen.number, True),
-            a.get(st.PRUNED_AT) if state == "PRUNED" else None, a.get(st.PROMOTED_FROM)))
+            a.get(st.PRUNED_AT) if state == "PRUNED" else None, a.get(st.PROMOTED_FROM), a.get(st.DUPLICATE_OF)))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

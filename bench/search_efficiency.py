@@ -162,7 +162,8 @@ def run_real(samplers: tuple[str, ...], seeds: list[int], quick: bool) -> list[d
                        "accuracy": float(r.accuracy) if r.state == "COMPLETE" else math.nan,
                        "train_seconds": float(r.train_seconds) if pd.notna(r.train_seconds) else math.nan,
                        "algorithms": r.algorithms if isinstance(r.algorithms, str) else "",
-                       "budget": float(r.budget) if pd.notna(r.budget) else math.nan}
+                       "budget": float(r.budget) if pd.notna(r.budget) else math.nan,
+                       "duplicate_of": int(r.duplicate_of) if pd.notna(getattr(r, "duplicate_of", None)) else None}
                       for r in df.itertuples()]
             runs.append({"sampler": sampler, "seed": seed, "wall_seconds": wall, "trials": trials,
                          "run_dir": str(out.relative_to(ROOT)), "load": load_now()})
@@ -302,7 +303,17 @@ def _table(quick_table: bool) -> tuple[Any, Any]:
 
 def _trial_rows(records: list[Any]) -> list[dict[str, Any]]:
     return [{"number": r.number, "accuracy": r.accuracy, "train_seconds": r.train_seconds, "state": r.state,
-             "params": r.params, "pruned_at": r.pruned_at, "promoted_from": r.promoted_from} for r in records]
+             "params": r.params, "pruned_at": r.pruned_at, "promoted_from": r.promoted_from,
+             "duplicate_of": r.duplicate_of} for r in records]
+
+
+def stopped(t: dict[str, Any]) -> bool:
+    """Stopped at a rung by a scheduler (not a repeated proposal, which is PRUNED without training)."""
+    return t["state"] == "PRUNED" and t.get("duplicate_of") is None
+
+
+def repeated(t: dict[str, Any]) -> bool:
+    return t.get("duplicate_of") is not None
 
 
 def scheduler_label(scheduler: str | dict[str, Any]) -> str:
@@ -623,7 +634,8 @@ def analyse(runs_by_arm: dict[str, list[list[dict[str, Any]]]], reference: np.nd
             "compute_to_target": t, "relative_to_random": ratio, "relative_interval_95": interval,
             "goal_met": bool(math.isfinite(ratio) and ratio <= GOAL_RATIO),
             "reached": len(finite), "time_to_target_per_seed": summarize(finite),
-            "stopped_per_run": summarize(sum(t["state"] == "PRUNED" for t in trials) for trials in runs_by_arm[arm]),
+            "stopped_per_run": summarize(sum(map(stopped, trials)) for trials in runs_by_arm[arm]),
+            "repeats_per_run": summarize(sum(map(repeated, trials)) for trials in runs_by_arm[arm]),
         }
     return {"reference": [float(x) for x in reference], "hv_max": hv_max, "target_hv": target, "goal_ratio": GOAL_RATIO,
             "random_compute_to_target": random_t, "bootstrap": bootstrap, "rows": rows, "_curves": curves}
@@ -638,22 +650,22 @@ def frontier_lost(runs: list[list[dict[str, Any]]], table: Any, reference: np.nd
     trials (run to its end, it would have moved the run's front)."""
     from recipesearch.analysis import hypervolume
 
-    if not any(t["state"] == "PRUNED" for trials in runs for t in trials):
+    if not any(stopped(t) for trials in runs for t in trials):
         return None
-    lost, stopped, wrong = [], 0, 0
+    lost, n_stopped, wrong = [], 0, 0
     for trials in runs:
-        started = [t for t in trials if t["state"] in ("COMPLETE", "PRUNED")]
+        started = [t for t in trials if t["state"] == "COMPLETE" or stopped(t)]
         every = np.array([table.get(t["params"]) for t in started], dtype=float).reshape(-1, 2)
         done = np.array([table.get(t["params"]) for t in started if t["state"] == "COMPLETE"], dtype=float).reshape(-1, 2)
         hv_all = hypervolume(every, list(DIRECTIONS), reference)
         hv_done = hypervolume(done, list(DIRECTIONS), reference) if len(done) else 0.0
         lost.append(1.0 - hv_done / hv_all if hv_all > 0 else 0.0)
         for t in started:
-            if t["state"] == "PRUNED":
-                stopped += 1
+            if stopped(t):
+                n_stopped += 1
                 acc, secs = table.get(t["params"])
                 wrong += not any(a >= acc and s <= secs for a, s in done)
-    return {"lost": summarize(lost), "lost_per_run": lost, "stopped": stopped, "wrongly_stopped": wrong,
+    return {"lost": summarize(lost), "lost_per_run": lost, "stopped": n_stopped, "wrongly_stopped": wrong,
             "runs_losing": int(sum(x > 1e-12 for x in lost)), "runs": len(runs)}
 
 

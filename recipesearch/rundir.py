@@ -52,10 +52,10 @@ HEAD_COLUMNS = ("number", "state", "is_baseline", "budget", "epochs", "algorithm
 TAIL_COLUMNS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "cost",
                 "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete", "seed", "stage",
                 "of_trial", "retries", "requeued_from", "hardware", "pruned_at", "promoted_from", "rung_seconds",
-                "checkpoint_seconds", "resumes", "rungs")
+                "checkpoint_seconds", "resumes", "rungs", "duplicate_of")
 NUMERIC_COLUMNS = ("budget", "epochs", "accuracy", "val_accuracy", "loss", "train_seconds", "throughput",
                    "data_wait_fraction", "cost", "seed", "of_trial", "retries", "requeued_from", "pruned_at",
-                   "promoted_from", "rung_seconds", "checkpoint_seconds", "resumes")
+                   "promoted_from", "rung_seconds", "checkpoint_seconds", "resumes", "duplicate_of")
 # ``rungs``: what a trial reported at its rungs (scheduler: moasha), JSON [[fraction, accuracy, train_seconds], ...]
 TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete",
                 "stage", "hardware", "rungs")

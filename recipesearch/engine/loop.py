@@ -270,7 +270,15 @@ class SearchLoop:
 
     # -- asking
     def ask(self) -> Proposal | str:
-        """The next trial to run, or ``WAIT`` / ``DONE``."""
+        """The next trial to run, or ``WAIT`` / ``DONE``. A proposal of a recipe already trained or in training is
+        answered on the spot (``_answer_repeat``) and the loop asks again: each such answer is a finished trial
+        of the budget, so this ends."""
+        while True:
+            got = self._next()
+            if got is not None:
+                return got
+
+    def _next(self) -> Proposal | str | None:
         trials = self.trials()
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
@@ -288,7 +296,7 @@ class SearchLoop:
             return self._ask()
         return self._ask_confirmation(trials)
 
-    def _ask_confirmation(self, trials: list[FrozenTrial]) -> Proposal | str:
+    def _ask_confirmation(self, trials: list[FrozenTrial]) -> Proposal | str | None:
         """The stages after the search (confirmation, simplify): planned once the earlier ones finished, then run."""
         self._plan_post(trials)
         if self.plan is not None and st.count_in_state(self.trials(), TrialState.WAITING):
@@ -309,7 +317,8 @@ class SearchLoop:
             return None
         return DONE if not self.in_flight and self.sweep.exhausted(history) else WAIT
 
-    def _ask(self) -> Proposal:
+    def _ask(self) -> Proposal | None:
+        """The next queued or sampled trial as a proposal to run; None when it was answered without training."""
         space = self.space
         if space.scheduler.promotes and self._baselines_queued \
                 and not st.count_in_state(self.trials(), TrialState.WAITING):
@@ -347,6 +356,10 @@ class SearchLoop:
         for key, value in attrs.items():
             if value is not None:
                 trial.set_user_attr(key, value)
+        if stage == st.SEARCH and config["error"] is None:
+            same = self._same_recipe(trial.number, attrs["recipe_id"])
+            if same is not None:
+                return self._answer_repeat(trial, same)
         proposal = Proposal(trial, params, config, attrs)
         if space.scheduler.prunes and stage == st.SEARCH and not attrs["is_baseline"] and config["recipe"] is not None:
             config.update(rungs=list(space.scheduler.rungs()), rung_split=space.metric_split)
@@ -354,6 +367,30 @@ class SearchLoop:
         self.in_flight[trial.number] = proposal
         self.on_start(proposal)
         return proposal
+
+    # -- repeats: a sampler may propose a recipe again (a discrete space; two proposals asked before either
+    # finished; a promotion of a recipe already sampled at that budget); with the same seed it would train to the
+    # same result, so it is not trained again
+    def _same_recipe(self, number: int, recipe_id: str) -> FrozenTrial | None:
+        """The earlier trial of the search or its baseline with this recipe id, finished or running."""
+        for t in self.trials():
+            if t.number != number and t.user_attrs.get("recipe_id") == recipe_id \
+                    and t.state in (TrialState.COMPLETE, TrialState.RUNNING) and st.stage_of(t) in EARLIER_STAGES:
+                return t
+        return None
+
+    def _answer_repeat(self, trial: optuna.Trial, same: FrozenTrial) -> None:
+        """PRUNED at once, costing nothing (train_seconds 0): never on the frontier (the trial it repeats is),
+        counted in the trial budget. Optuna's TPE ranks a pruned trial with no reports among its worse
+        observations, which steers it away from proposing the recipe a third time (as its ``constant_liar``
+        does for running trials)."""
+        trial.set_user_attr(st.DUPLICATE_OF, same.number)
+        trial.set_user_attr("train_seconds", 0.0)
+        trial.set_user_attr(st.PRUNE_REASON, f"the same recipe, budget and seed as trial {same.number} "
+                                             f"({same.state.name.lower()}): not trained again")
+        self._sweep_stale = True
+        self.on_finish(self.study.tell(trial, state=TrialState.PRUNED))
+        return None
 
     # -- rungs and promotion (the scheduler: analysis/rungs.py decides, the study remembers)
     def report_rung(self, proposal: Proposal, report: dict[str, Any]) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 
 from recipesearch.analysis import Frontier, frontier, interval_text, largest_front_speedup
+from recipesearch.analysis.frontier import finite
 from recipesearch.engine.study import INTERRUPTED, count_finished_rows
 
 if TYPE_CHECKING:
@@ -156,10 +157,22 @@ def render_front(front: pd.DataFrame, space: SearchSpace, title: str) -> Any:
     return table
 
 
+REPEAT = "REPEAT"  # a PRUNED trial that repeated a recipe: answered without training (engine/loop.py)
+
+
 def _counts(trials: pd.DataFrame) -> dict[str, int]:
+    """Trials per state; the PRUNED ones that repeated a recipe (never trained) apart, as REPEAT."""
     if trials.empty:
         return {}
-    return {str(k): int(v) for k, v in trials["state"].value_counts().items()}
+    states = trials["state"].astype(str)
+    if "duplicate_of" in trials:
+        states = states.mask(trials["duplicate_of"].notna(), REPEAT)
+    return {str(k): int(v) for k, v in states.value_counts().items()}
+
+
+def _stopped_and_repeats(c: dict[str, int]) -> list[str]:
+    return ([f"{c['PRUNED']} stopped at a rung"] if c.get("PRUNED") else []) + (
+        [f"{c[REPEAT]} repeated proposals not trained"] if c.get(REPEAT) else [])
 
 
 # 2) renderers ---------------------------------------------------------------------------------------
@@ -214,8 +227,7 @@ class LiveUI:
         parts = [f"{len(self.running)} running"]
         if c.get("FAIL"):
             parts.append(f"{c['FAIL']} failed")
-        if c.get("PRUNED"):
-            parts.append(f"{c['PRUNED']} stopped at a rung")
+        parts += _stopped_and_repeats(c)
         return "  " + ", ".join(parts)
 
     def trial_started(self, number: int, attrs: dict[str, Any]) -> None:
@@ -279,6 +291,9 @@ class LogUI:
             self._line(f"[{done}/{self.total}] trial {row['number']} COMPLETE {self._accuracies(row)} "
                        f"train {_fmt(row['train_seconds'], '.2f')} s budget {row['budget']} "
                        f"{row['algorithms'] or ''}".rstrip())
+        elif row["state"] == "PRUNED" and finite(row.get("duplicate_of")):
+            self._line(f"[{done}/{self.total}] trial {row['number']} not trained: the same recipe as trial "
+                       f"{int(row['duplicate_of'])}, budget {row['budget']} {row['algorithms'] or ''}".rstrip())
         elif row["state"] == "PRUNED":
             self._line(f"[{done}/{self.total}] trial {row['number']} PRUNED at rung {_fmt(row.get('pruned_at'), '.3g')}"
                        f" {self._accuracies(row)} train {_fmt(row['train_seconds'], '.2f')} s budget {row['budget']} "
@@ -310,7 +325,7 @@ class LogUI:
 def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> None:
     c = _counts(trials)
     console.print(f"done: {c.get('COMPLETE', 0)} completed, {c.get('FAIL', 0)} failed"
-                  + (f", {c['PRUNED']} stopped at a rung" if c.get("PRUNED") else "")
+                  + "".join(f", {part}" for part in _stopped_and_repeats(c))
                   + (f" ({int((trials['error'] == INTERRUPTED).sum())} interrupted)"
                      if "error" in trials and (trials["error"] == INTERRUPTED).any() else ""))
     f = frontier(trials, space)  # once: the table and both headline lines read it

@@ -53,6 +53,9 @@ WORKER_LOST, RETRIES, REQUEUED_FROM = "worker_lost", "retries", "requeued_from"
 # The scheduler's (engine/loop.py, analysis/rungs.py): [[fraction, accuracy, train_seconds], ...] a trial
 # reported at its rungs; the rung where it was stopped (PRUNED) and why; the trial a promotion came from.
 RUNGS, PRUNED_AT, PRUNE_REASON, PROMOTED_FROM = "rungs", "pruned_at", "prune_reason", "promoted_from"
+# a proposal of a recipe the search has already trained or is training (the same recipe id: the same params,
+# budget and seed), answered without training: PRUNED, with the number of the trial that trains it
+DUPLICATE_OF = "duplicate_of"
 # What a re-run inherits: its stage and seed, and the worker deaths its run already had (``RETRIES``: each
 # death of the run's worker so far, the one that ended a FAIL included).
 CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM)

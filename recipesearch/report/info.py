@@ -484,6 +484,20 @@ def pruning_note(trials: pd.DataFrame) -> str | None:
             f"{rungs:.0f} s (outside train_seconds).")
 
 
+def repeats_note(trials: pd.DataFrame) -> str | None:
+    """How many proposals repeated a recipe the search had trained or was training (the same params, budget and
+    seed: engine/loop.py answers them without training), and the training time that spared; None: none did."""
+    if "duplicate_of" not in trials or not trials["duplicate_of"].notna().any():
+        return None
+    repeats = trials["duplicate_of"].dropna().astype(int)
+    secs = trials.set_index("number")["train_seconds"]
+    spared = float(sum(secs.get(n, 0.0) for n in repeats if pd.notna(secs.get(n))))
+    proposals = int((trials["stage"] == "search").sum())
+    return (f"repeats: {len(repeats)} of {proposals} proposals asked for a recipe already trained or in training "
+            f"(the same parameters, budget and seed, so the same result); they were not trained again (~{spared:.0f} "
+            f"s of training spared) and count in the trial budget.")
+
+
 def simplify_note(meta: dict[str, Any]) -> str | None:
     """What the simplify stage decided (run.json's ``simplify``, engine/simplify.py), or None without one."""
     from recipesearch.analysis.simplify import Removal, verdicts_text
@@ -562,9 +576,9 @@ def build_info(
     hardware, versions = _meta_dicts(run_meta)
     # The header shows it; as a note too, so `recipesearch report` prints it with the other notes.
     warnings.insert(0, selection.text)
-    saved = pruning_note(trials)
-    if saved:
-        warnings.insert(1, saved)
+    for note in (pruning_note(trials), repeats_note(trials)):
+        if note:
+            warnings.insert(1, note)
     simplified = simplify_note(run_meta)
     if simplified:
         warnings.append(simplified)

@@ -250,3 +250,59 @@ def test_the_method_label_names_an_optimizer_that_is_not_the_bases(make_space):
     muon = space.recipe_for(space.complete({"optimizer.name": "muon", "alg.label_smoothing": True}))
     assert method_label(sgd, space.base) == "label_smoothing"
     assert method_label(muon, space.base) == "label_smoothing+muon"  # Muon's effect is not the smoothing's
+
+
+def _finish_baselines(loop, space):
+    for _ in space.budgets:
+        loop.tell(loop.ask(), dict(GOOD))
+
+
+def test_a_proposal_of_a_recipe_already_trained_is_answered_without_training(fresh):
+    loop, study, space, seen = fresh
+    _finish_baselines(loop, space)
+    left = loop.remaining()
+    st.enqueue(study, space.baselines()[0])  # a search proposal of the 0.5-budget base recipe: trained as trial 0
+    proposal = loop.ask()  # the repeat is answered on the spot; the loop asks again
+    repeat = study.get_trials()[2]
+    assert proposal.number == 3 and repeat.state.name == "PRUNED"
+    assert repeat.user_attrs["duplicate_of"] == 0 and repeat.user_attrs["train_seconds"] == 0.0
+    assert "not trained again" in repeat.user_attrs["prune_reason"]
+    assert 2 not in {p.number for p in seen["started"]} and seen["finished"][-1].number == 2  # never run
+    assert loop.remaining() == left - 1  # a finished trial of the budget
+    row = st.trials_frame(study.get_trials(), space, space.param_names()).iloc[2]
+    assert row["state"] == "PRUNED" and row["duplicate_of"] == 0 and math.isnan(row["accuracy"])
+
+
+def test_a_proposal_of_a_recipe_in_training_is_its_repeat_and_a_failed_one_is_trained_again(fresh):
+    loop, study, space, _ = fresh
+    first = loop.ask()  # the 0.5-budget baseline, running
+    loop.tell(loop.ask(), {**GOOD, "accuracy": math.nan, "error": "diverged"})  # the 1.0 one fails
+    st.enqueue(study, space.baselines()[0])
+    st.enqueue(study, space.baselines()[1])
+    again = loop.ask()
+    assert again.params == space.baselines()[1]  # the failed recipe: a failure may not happen twice
+    repeat = study.get_trials()[2]
+    assert repeat.state.name == "PRUNED" and repeat.user_attrs["duplicate_of"] == first.number
+    assert "(running)" in repeat.user_attrs["prune_reason"]
+
+
+def test_a_space_of_four_recipes_trains_each_once_and_still_finishes_its_trial_budget(tmp_path, make_space):
+    """Every repeat is a finished trial of the budget: a sampler that can only repeat cannot keep the loop asking."""
+    space = make_space(trials=10, hparams={}, algorithms={"label_smoothing": {}}, sampler={"name": "random", "seed": 1})
+    loop, study, seen = open_loop(tmp_path, space)
+    trained = []
+
+    def objective(proposal):
+        trained.append(proposal.attrs["recipe_id"])
+        return dict(GOOD)
+
+    loop.run(InProcess(objective, concurrency=2))
+    trials = study.get_trials()
+    assert st.count_finished(trials) == 10 and len(trained) == len(set(trained)) <= 4  # each recipe once
+    by_number = {t.number: t for t in trials}
+    repeats = [t for t in trials if t.user_attrs.get("duplicate_of") is not None]
+    assert len(repeats) == 10 - len(trained) > 0
+    for t in repeats:
+        original = by_number[t.user_attrs["duplicate_of"]]
+        assert t.state.name == "PRUNED" and original.number < t.number
+        assert original.user_attrs["recipe_id"] == t.user_attrs["recipe_id"] and original.state.name == "COMPLETE"

@@ -89,3 +89,29 @@ def test_the_headline_line_is_the_confirmed_curve_speedup_with_its_interval(make
     ui.summary(df, space)
     out = "".join(lines)
     assert "seed means" in out and "✓" in out and "confirmed: trial 6" in out
+
+
+def test_a_repeated_proposal_has_its_own_line_and_count(make_space):
+    from recipesearch.engine.progress import LogUI, _counts, _print_summary
+
+    space = make_space(metric_split="test")
+    rows = [  # number, state, budget, algorithms, accuracy, train_seconds, pruned_at, duplicate_of
+        (0, "COMPLETE", 0.5, "", 0.80, 1.0, math.nan, math.nan),
+        (1, "PRUNED", 1.0, "label_smoothing", 0.30, 0.2, 0.25, math.nan),  # stopped at a rung
+        (2, "PRUNED", 0.5, "", math.nan, 0.0, math.nan, 0.0),  # the same recipe as trial 0: not trained
+    ]
+    df = pd.DataFrame(rows, columns=["number", "state", "budget", "algorithms", "accuracy", "train_seconds",
+                                     "pruned_at", "duplicate_of"]).assign(is_baseline=False, cost=math.nan, error="")
+    assert _counts(df) == {"COMPLETE": 1, "PRUNED": 1, "REPEAT": 1}
+    lines = []
+    stream = type("S", (), {"write": lambda self, t: lines.append(t), "flush": lambda self: None})()
+    ui = LogUI(stream=stream)
+    ui.start(space=space, total=3, done=0, run_dir="run", ray_address="local")
+    ui.trial_finished(df.iloc[2].to_dict(), df)
+    ui.trial_finished(df.iloc[1].to_dict(), df)
+    assert any("trial 2 not trained: the same recipe as trial 0, budget 0.5" in ln for ln in lines)
+    assert any("trial 1 PRUNED at rung 0.25" in ln for ln in lines)
+    from rich.console import Console
+
+    _print_summary(Console(file=stream, width=120, no_color=True), df, space)
+    assert any("1 completed, 0 failed, 1 stopped at a rung, 1 repeated proposals not trained" in ln for ln in lines)

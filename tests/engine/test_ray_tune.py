@@ -105,15 +105,16 @@ def test_search_end_to_end(tmp_path, write_space, ray_env, load_run_study):
             assert t.user_attrs["threads"] == 1 and t.user_attrs["wall_seconds"] >= t.user_attrs["train_seconds"]
 
     # the baseline curve: the base recipe at every budget, trained first
-    base = csv[csv["is_baseline"]]  # a sampler may draw the base recipe again: also a baseline
-    assert set(base["budget"]) == {0.5, 1.0} and set(base["state"]) == {"COMPLETE"}
+    base = csv[csv["is_baseline"]]  # a sampler may draw the base recipe again: also a baseline, answered from it
+    assert set(base["budget"]) == {0.5, 1.0} and set(base[base["duplicate_of"].isna()]["state"]) == {"COMPLETE"}
+    assert (base.loc[base["duplicate_of"].notna(), "state"] == "PRUNED").all()
     assert csv.loc[csv["number"] < 2, "is_baseline"].all()
 
     # the absurd LR diverged, was recorded with its reason, and the search went on to the end
     failed = csv[csv["state"] == "FAIL"]
     assert len(failed) >= 1 and failed["error"].str.startswith("diverged: loss is").all()
     assert (failed["params_optimizer.lr"] == 1.0e20).all()
-    assert (csv["state"] == "COMPLETE").sum() + len(failed) == 8
+    assert (csv["state"] == "COMPLETE").sum() + len(failed) + csv["duplicate_of"].notna().sum() == 8
 
     # the run directory
     assert (out / "space.yaml").read_text() == path.read_text()
