@@ -399,6 +399,10 @@ def sampler_notes(n_trials: int, n_baselines: int, rep: dict[str, Any]) -> list[
                  "best n // 3 of the n trials of its budget at that rung so far (all go on while n < 3); the "
                  "baseline runs never stop. The trial budget counts stopped trials, so a pruning arm runs the "
                  "same number of trials with less compute.")
+    notes.append("repeats: a proposal of a recipe the search has already trained or is training (the same "
+                 "parameters, budget and seed) is answered without training (0 s, counted as a trial, PRUNED with "
+                 "duplicate_of), in every arm alike, random's too; the ratios to random's compute compare arms that "
+                 "all skip their repeats.")
     notes.append("promote: every new proposal starts at the cheapest budget (0.25); after each finished trial, the "
                  "best third of the recipes finished at a budget are queued again at the next budget. With "
                  "`tpe+promote` and `gp+promote` the model-based sampler chooses each new recipe (its budget fixed "
@@ -869,12 +873,19 @@ def _replay_table(rep: dict[str, Any]) -> str:
                      fmt(t, ".0f") if math.isfinite(t) else "not reached",
                      _ratio_cell(r), _goal_cell(r) if arm != "random" else "–", f"{r['reached']}/{r['seeds']}",
                      fmt_summary(r["total_train_seconds"], ".0f", "iqr"), fmt_summary(r["final_hv"], ".3f", "iqr"),
-                     fmt_summary(r.get("stopped_per_run") or {}, ".0f", "iqr"), _lost_cell(lost.get(arm))])
+                     fmt_summary(r.get("stopped_per_run") or {}, ".0f", "iqr"), _repeats_cell(r),
+                     _lost_cell(lost.get(arm))])
     return md_table(["arm", "sampler", "scheduler", "trials", "seeds",
                      "train s to reach random's final HV (median curve)",
                      "x random's compute [95% bootstrap over seeds]", f"goal <= {GOAL_RATIO:.2f}x",
                      "seeds reaching it", "compute per search (train s) [IQR]", "final HV / table's [IQR]",
-                     "stopped trials per search [IQR]", "frontier lost to stopping: median [IQR]"], rows)
+                     "stopped trials per search [IQR]", "repeated proposals per search, not trained [IQR]",
+                     "frontier lost to stopping: median [IQR]"], rows)
+
+
+def _repeats_cell(row: dict[str, Any]) -> str:
+    """Results from before the loop answered repeats (every repeat trained again) have no count."""
+    return fmt_summary(row["repeats_per_run"], ".0f", "iqr") if row.get("repeats_per_run") else "– (trained again)"
 
 
 def _real_table(analysis: dict[str, Any]) -> str:
@@ -885,10 +896,12 @@ def _real_table(analysis: dict[str, Any]) -> str:
                      fmt_summary(r["total_train_seconds"], ".0f", "iqr"),
                      fmt(t, ".0f") if math.isfinite(t) else "not reached",
                      fmt(r["relative_to_random"], ".2f"),
-                     f"{r['reached']}/{r['seeds']}", fmt_summary(r["time_to_target_per_seed"], ".0f", "iqr")])
+                     f"{r['reached']}/{r['seeds']}", fmt_summary(r["time_to_target_per_seed"], ".0f", "iqr"),
+                     _repeats_cell(r)])
     return md_table(["sampler", "seeds", "final hypervolume [IQR]", "compute spent (train s) [IQR]",
                      "train s to reach random's final HV (median curve)", "relative to random", "seeds reaching it",
-                     "train s to reach it, those seeds [IQR]"], rows)
+                     "train s to reach it, those seeds [IQR]", "repeated proposals per search, not trained [IQR]"],
+                    rows)
 
 
 def _oracle_text(rep: dict[str, Any]) -> list[str]:
