@@ -52,7 +52,7 @@ from bench.common import ROOT, environment, fit_or_nan, fmt, md_table, summarize
 
 NAME = "gpu"
 SOURCE = f"bench:{NAME}"
-TITLE = "GPU path: the CUDA-only tests, and recipe timings on a lent GPU"
+TITLE = "GPU path: our CIFAR-10 recipe beside airbench, the CUDA-only tests, and recipe timings on a lent GPU"
 NEEDS_CUDA = True  # bench.run_all skips it elsewhere, keeping the previous results
 CUDA_TESTS = ("tests/data/test_loader.py", "tests/data/test_stream.py", "tests/train/test_timing.py")
 BUDGETS = (2.0, 5.0)  # §5's baseline epochs per budget: 4 and 10
