@@ -38,6 +38,7 @@ from recipesearch.analysis.frontier import finite
 from recipesearch.engine import simplify
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
+from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
 from recipesearch.errors import ConfigError, UserError
 
@@ -381,15 +382,16 @@ class SearchLoop:
 
     def _answer_repeat(self, trial: optuna.Trial, same: FrozenTrial) -> None:
         """PRUNED at once, costing nothing (train_seconds 0): never on the frontier (the trial it repeats is),
-        counted in the trial budget. Optuna's TPE ranks a pruned trial with no reports among its worse
-        observations, which steers it away from proposing the recipe a third time (as its ``constant_liar``
-        does for running trials)."""
+        counted in the trial budget. The next trial samples at random (``HideRepeats.explore_next``): GP and
+        NSGA-II ignore pruned trials and would propose the same recipe from the same history again."""
         trial.set_user_attr(st.DUPLICATE_OF, same.number)
         trial.set_user_attr("train_seconds", 0.0)
         trial.set_user_attr(st.PRUNE_REASON, f"the same recipe, budget and seed as trial {same.number} "
                                              f"({same.state.name.lower()}): not trained again")
         self._sweep_stale = True
         self.on_finish(self.study.tell(trial, state=TrialState.PRUNED))
+        if isinstance(self.study.sampler, HideRepeats):  # the same history would give the same proposal
+            self.study.sampler.explore_next()
         return None
 
     # -- rungs and promotion (the scheduler: analysis/rungs.py decides, the study remembers)

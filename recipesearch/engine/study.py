@@ -222,7 +222,7 @@ def open_study(space: SearchSpace, storage: optuna.storages.BaseStorage, sampler
                             "not to this one; not deleting it (rename the space, or --force from that directory)")
         optuna.delete_study(study_name=space.name, storage=storage)
     if not isinstance(sampler, HideRepeats):
-        sampler = HideRepeats(sampler, sampler_sees)
+        sampler = HideRepeats(sampler, sampler_sees, seed=space.sampler.seed)
     try:
         # A fresh run creates its study or refuses: one that appeared since the check above is another
         # search's, started at the same moment, and must not be driven by two searches at once.
