@@ -182,3 +182,25 @@ def test_count_unfinished_counts_queued_and_running_trials_of_the_given_stages_o
     assert st.count_unfinished(trials, (st.CONFIRM,)) == 2
     assert st.count_unfinished(trials, (st.CONFIRM, st.SIMPLIFY)) == 3
     assert st.count_unfinished(trials, (st.BASELINE,)) == 0
+
+
+def test_after_a_repeat_the_next_trial_is_drawn_at_random_then_the_sampler_resumes():
+    """A sampler that always proposes the same point (as GP does from an unchanged history) gets one random
+    trial after ``explore_next``, from a stream of its own (not a random inner sampler's own draws again)."""
+
+    class Stuck(optuna.samplers.RandomSampler):
+        def sample_independent(self, study, trial, name, distribution):
+            return distribution.low
+
+    study = optuna.create_study(sampler=HideRepeats(Stuck(), lambda t: True, seed=0))
+
+    def draw():
+        return study.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)}).params["x"]
+
+    assert draw() == 0.0
+    study.sampler.explore_next()
+    explored = draw()
+    assert explored != 0.0 and draw() == 0.0  # one trial at random, then the sampler's own again
+    inner = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    first = inner.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)}).params["x"]
+    assert explored != first
