@@ -49,12 +49,12 @@ def _check_resumed(trial, trials) -> None:
     assert trial.values[0] == alone.accuracy  # bit-identical to the run that was never cut (metric_split test)
     # train_seconds sums its segments: per step about what the search's uncut trials took (same tiny CNN, Ray
     # workers under the same load), not a fraction or a multiple. Not against ``alone``: it trains in this test
-    # process, beside the other test worker, where a run once took 6x the trial's time.
+    # process, beside the other test worker, where a run once took 6x the trial's time. Within the range the uncut
+    # ones spanned, widened 3x each way: under the full suite two uncut trials once differed 5x per step.
     uncut = sorted(t.user_attrs["train_seconds"] / t.user_attrs["steps"] for t in trials
                    if t.state.name == "COMPLETE" and not t.user_attrs.get("resumes") and t.user_attrs.get("steps"))
     assert uncut, [t.user_attrs for t in trials]
-    typical = uncut[len(uncut) // 2]
-    assert 0.3 * typical < attrs["train_seconds"] / attrs["steps"] < 3 * typical, (attrs, uncut)
+    assert uncut[0] / 3 < attrs["train_seconds"] / attrs["steps"] < 3 * uncut[-1], (attrs, uncut)
 
 
 def test_a_worker_killed_after_a_checkpoint_is_retried_from_it(tmp_path, write_space, ray_env, run_cli,
