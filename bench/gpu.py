@@ -221,8 +221,8 @@ def _airbench_runs(workdir: Path, epochs: list[float], seed: int) -> list[dict[s
 
 def _side_by_side(n_seeds: int) -> dict[str, Any]:
     """Our CIFAR-10 recipe and airbench's published configuration on the same GPU and the same real images
-    (Fashion-MNIST in CIFAR-10's shape), each at several epoch counts, sides alternating per seed; time to
-    airbench's own final accuracy read off each seed's two curves."""
+    (Fashion-MNIST in CIFAR-10's shape), each at several epoch counts, sides alternating per seed; each side's
+    time to the targets of ``_side_speedups`` read off its curves."""
     import importlib.util
     from importlib.metadata import version
 
@@ -294,7 +294,14 @@ def _times_to(accuracy: float, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-SECTIONS = ("side_by_side", "cuda_tests", "fashion_mnist", "method_costs")
+# key -> (what the log says, the measurement given (quick, seeds)), in the order they run; the lambdas look the
+# functions up when called
+SECTIONS: dict[str, tuple[str, Callable[[bool, int], dict[str, Any]]]] = {
+    "side_by_side": ("our CIFAR-10 recipe beside airbench's", lambda quick, n: _side_by_side(n)),
+    "cuda_tests": ("CUDA tests", lambda quick, n: _cuda_tests()),
+    "fashion_mnist": ("Fashion-MNIST", lambda quick, n: {**_fashion(n), "seeds": n}),
+    "method_costs": ("what each method costs on the GPU", lambda quick, n: _method_costs(1 if quick else 2)),
+}
 
 
 def run(quick: bool = False, seeds: int | None = None, only: list[str] | None = None,
@@ -309,19 +316,14 @@ def run(quick: bool = False, seeds: int | None = None, only: list[str] | None = 
     result: dict[str, Any] = {"name": NAME, "quick": quick, "gpu": torch.cuda.get_device_name(0),
                               "torch": torch.__version__, "environment": environment()}
     n_seeds = seeds or (1 if quick else SEEDS)
-    sections: list[tuple[str, str, Callable[[], dict[str, Any]]]] = [
-        ("side_by_side", f"our CIFAR-10 recipe beside airbench's, {n_seeds} seed(s)", lambda: _side_by_side(n_seeds)),
-        ("cuda_tests", "CUDA tests", _cuda_tests),
-        ("fashion_mnist", f"Fashion-MNIST, {n_seeds} seed(s)", lambda: {**_fashion(n_seeds), "seeds": n_seeds}),
-        ("method_costs", "what each method costs on the GPU", lambda: _method_costs(1 if quick else 2)),
-    ]
-    sections = [sec for sec in sections if only is None or sec[0] in only]
-    for key, what, measure in sections:
-        print(f"[{NAME}] {what} on {result['gpu']}", flush=True)
-        result[key] = measure()
+    keys = [key for key in SECTIONS if only is None or key in only]
+    for key in keys:
+        what, measure = SECTIONS[key]
+        print(f"[{NAME}] {what} on {result['gpu']} ({n_seeds} seed(s) where seeds apply)", flush=True)
+        result[key] = measure(quick, n_seeds)
         result["wall_seconds"] = time.perf_counter() - t0
         if on_section is not None:
-            on_section({**result, "partial": key != sections[-1][0]})
+            on_section({**result, "partial": key != keys[-1]})
     result["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     return result
 
