@@ -576,9 +576,7 @@ def build_info(
     hardware, versions = _meta_dicts(run_meta)
     # The header shows it; as a note too, so `recipesearch report` prints it with the other notes.
     warnings.insert(0, selection.text)
-    for note in (pruning_note(trials), repeats_note(trials)):
-        if note:
-            warnings.insert(1, note)
+    warnings[1:1] = [note for note in (pruning_note(trials), repeats_note(trials)) if note]
     simplified = simplify_note(run_meta)
     if simplified:
         warnings.append(simplified)
