@@ -26,3 +26,26 @@ def test_a_real_arm_swaps_only_the_sampler_and_the_scheduler(arm):
     assert space.budgets == [0.25, 0.5] and space.trials == 10 and not space.confirm.enabled
     fifo = real_space("random", 1, quick=True)
     assert space.base.to_dict() == fifo.base.to_dict() and space.budgets == fifo.budgets
+
+
+def _row(ratio: float, interval: list[float], reached: int) -> dict:
+    from bench.search_efficiency import GOAL_RATIO
+
+    return {"relative_to_random": ratio, "relative_interval_95": interval, "reached": reached, "seeds": 20,
+            "goal_met": ratio <= GOAL_RATIO}
+
+
+def test_the_replay_goal_line_says_when_a_meeting_arms_interval_reaches_above_the_goal():
+    import math
+
+    from bench.search_efficiency import _replay_goal_text
+
+    rows = {"random": _row(1.0, [0.7, math.inf], 10), "tpe+promote": _row(0.28, [0.21, 0.41], 18),
+            "gp+promote": _row(0.25, [0.2, 0.29], 20)}
+    text = _replay_goal_text(rows, ("gp+promote", 0.25))
+    assert "**met** by `tpe+promote` (0.28x [0.21–0.41] (the interval reaches above the goal), 18/20 seeds" in text
+    assert "`gp+promote` (0.25x [0.20–0.29], 20/20 seeds reach the target)" in text
+    never = _replay_goal_text({"random": rows["random"], "x": _row(0.29, [0.2, math.inf], 9)}, ("x", 0.29))
+    assert "0.29x [0.20–never] (the interval reaches above the goal), 9/20 seeds" in never
+    missed = _replay_goal_text({"random": rows["random"], "tpe": _row(0.56, [0.5, math.inf], 10)}, ("tpe", 0.56))
+    assert "**not met**; the best arm is `tpe` at 0.56x." in missed
