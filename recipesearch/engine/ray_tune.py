@@ -40,7 +40,9 @@ _TUNE_ENV = {
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
     "RAY_AIR_NEW_OUTPUT": "0",
     "TUNE_DISABLE_SIGINT_HANDLER": "1",
-    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "1000000",
+    # Tune warns at every forced experiment snapshot (one per trial checkpoint here) less than this many
+    # seconds after the last: 0 turns the warning off (a large value made it fire at every checkpoint)
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     # A dead worker's trial gets one line from us (summarise_error), not Ray's traceback per death.
     "TUNE_PRINT_ALL_TRIAL_ERRORS": "0",
 }
