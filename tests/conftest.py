@@ -35,6 +35,13 @@ def make_recipe(algorithms: dict[str, dict[str, Any]] | None = None, **overrides
     return recipe_from_dict(base)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (20-100 s: Ray clusters, kill -9 cycles, process groups) run first, in their
+    collection order, the rest after them. pytest-xdist hands tests out in this order, so the suite's short
+    tests fill in around the long ones instead of one worker finishing a long test alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within each part
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _decode_cache_in_tmp(tmp_path_factory):
     """imagefolder's decode cache (``$RECIPESEARCH_CACHE``) in a folder of this session, never the user's:

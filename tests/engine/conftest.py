@@ -246,11 +246,16 @@ def loopback_cluster(ray_env):
             os.kill(pid, signal.SIGKILL)
         return victims
 
+    # The head's GCS declares a node dead after health_check_failure_threshold missed checks, one every
+    # health_check_period_ms: 5 x 3 s by default, which a node-loss test spent waiting. Checks every second
+    # (each allowed 2 s, 5 misses) find the killed node in ~5 s and still tolerate a raylet slowed by load.
+    env = {**ray_env, "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "2000",
+           "RAY_health_check_failure_threshold": "5"}
     try:
-        _ray_start(["--head", f"--node-ip-address={HEAD_IP}", f"--port={port}", "--include-dashboard=false"], ray_env)
-        _ray_start([f"--address={address}", f"--node-ip-address={WORKER_IP}"], ray_env)
+        _ray_start(["--head", f"--node-ip-address={HEAD_IP}", f"--port={port}", "--include-dashboard=false"], env)
+        _ray_start([f"--address={address}", f"--node-ip-address={WORKER_IP}"], env)
         yield SimpleNamespace(address=address, marker=marker, head=HEAD_IP, worker=WORKER_IP, ray=RAY,
                               kill_worker_node=kill_worker_node)
     finally:
-        kill_ray_processes(marker, grace=10)
+        kill_ray_processes(marker, grace=3)  # a cluster that is thrown away: its exit need not be clean
     assert not ray_pids(marker)
