@@ -16,7 +16,7 @@ What ``--quick`` does, per benchmark:
 - search_efficiency: real searches with 1 seed per sampler (not 3) on the digits space cut to budgets
   0.25/0.5 and 10 trials (not the whole space, 26 trials); the replay comparison uses 10 seeds per sampler
   (not 20) over reports/bench/replay_table_digits.csv, or, on a clone without that table, records a
-  smaller one (24 recipes instead of 96) first.
+  smaller one (24 recipes instead of 768) first.
 - recipe_speedup: digits/resnet8 instead of Fashion-MNIST/cnn, 2 seeds instead of 3.
 - replication: the digits search only (run now, ~2.5 min, then ~3 min of fresh seeds), not Fashion-MNIST
   too (whose search, runs/fm-new, takes about an hour when it is not already there).

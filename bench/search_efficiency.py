@@ -151,6 +151,21 @@ def _replay_goal_text(rows: dict[str, Any], best: tuple[str, float] | None) -> s
     return head + "**met** by " + ", ".join(cell(a, r) for a, r in met.items()) + "."
 
 
+def _table_choice_text(rep: dict[str, Any]) -> list[str]:
+    """Why the full table switches the methods it does (the quick table is only a smoke test: nothing)."""
+    if list(rep["grid"]["algorithms"]) != GRID["algorithms"]:
+        return []
+    return ["", f"**Why this table.** A search of {rep['n_trials']} trials sees at most "
+            f"{rep['n_trials'] / max(rep['table_rows'], 1):.0%} of its recipes. Until 2026-11-26 the table had 5 "
+            "switches (channels_last, progressive_resizing, blurpool, mixup, ema: 96 recipes, 48 distinct "
+            "outcomes as ema changed nothing at these lengths), where random search's 26 trials covered about half "
+            "of what could be found: there the best arm (`tpe+promote`) needed 0.50x of random's compute and even "
+            "a searcher that knew every outcome 0.22x (this section's previous runs, in git). The real spaces "
+            "this tool searches (`search_spaces/digits.yaml`: 12 methods with continuous settings, learning rate, "
+            "weight decay, optimizer) are far larger than any trial budget, so the table now switches 8 of the "
+            "digits space's methods (label_smoothing, sam, patch_whitening added): 768 recipes."]
+
+
 def _arms_text(arms: set[str]) -> str:
     return ", ".join(f"{a}: sampler {s}, scheduler {sc}" for a, (s, sc) in REAL_ARMS.items() if a in arms)
 
@@ -1052,16 +1067,7 @@ def render(result: dict[str, Any]) -> str:
             "completed trials). Exact-hit rate: "
             f"{', '.join(f'{s} {v:.0%}' for s, v in rep['hit_rate'].items())}. Compute of the replay itself: "
             f"{', '.join(f'{s} {v:.1f} s' for s, v in rep['replay_seconds'].items())}.",
-            *(["", f"**Why this table.** A search of {rep['n_trials']} trials sees at most "
-            f"{rep['n_trials'] / max(rep['table_rows'], 1):.0%} of its recipes. Until 2026-11-26 the table had 5 "
-            "switches (channels_last, progressive_resizing, blurpool, mixup, ema: 96 recipes, 48 distinct "
-            "outcomes as ema changed nothing at these lengths), where random search's 26 trials covered about half "
-            "of what could be found: there the best arm (`tpe+promote`) needed 0.50x of random's compute and even "
-            "a searcher that knew every outcome 0.22x (this section's previous runs, in git). The real spaces "
-            "this tool searches (`search_spaces/digits.yaml`: 12 methods with continuous settings, learning rate, "
-            "weight decay, optimizer) are far larger than any trial budget, so the table now switches 8 of the "
-            "digits space's methods (label_smoothing, sam, patch_whitening added): 768 recipes."]
-              if list(rep["grid"]["algorithms"]) == GRID["algorithms"] else []),
+            *_table_choice_text(rep),
             "",
             _replay_table(rep),
             *_oracle_text(rep),

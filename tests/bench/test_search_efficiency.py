@@ -49,3 +49,11 @@ def test_the_replay_goal_line_says_when_a_meeting_arms_interval_reaches_above_th
     assert "0.29x [0.20–never] (the interval reaches above the goal), 9/20 seeds" in never
     missed = _replay_goal_text({"random": rows["random"], "tpe": _row(0.56, [0.5, math.inf], 10)}, ("tpe", 0.56))
     assert "**not met**; the best arm is `tpe` at 0.56x." in missed
+
+
+def test_the_table_choice_is_explained_for_the_full_table_only():
+    from bench.search_efficiency import GRID, GRID_QUICK, _table_choice_text
+
+    full = _table_choice_text({"grid": GRID, "n_trials": 26, "table_rows": 768})
+    assert "sees at most 3% of its recipes" in full[1] and "768 recipes" in full[1]
+    assert _table_choice_text({"grid": GRID_QUICK, "n_trials": 8, "table_rows": 24}) == []
