@@ -143,10 +143,8 @@ def _replay_goal_text(rows: dict[str, Any], best: tuple[str, float] | None) -> s
         return head + "**not met**" + (f"; the best arm is `{best[0]}` at {best[1]:.2f}x" if best else "") + "."
 
     def cell(arm: str, r: dict[str, Any]) -> str:
-        lo, hi = r.get("relative_interval_95") or [math.nan, math.nan]
-        above = " (the interval reaches above the goal)" if not (math.isfinite(hi) and hi <= GOAL_RATIO) else ""
-        return (f"`{arm}` ({r['relative_to_random']:.2f}x [{fmt(lo, '.2f')}–{fmt(hi, '.2f') if math.isfinite(hi) else 'never'}]"
-                f"{above}, {r['reached']}/{r['seeds']} seeds reach the target)")
+        above = "" if _interval_meets_goal(r) else " (the interval reaches above the goal)"
+        return f"`{arm}` ({_ratio_cell(r)}{above}, {r['reached']}/{r['seeds']} seeds reach the target)"
 
     return head + "**met** by " + ", ".join(cell(a, r) for a, r in met.items()) + "."
 
@@ -879,11 +877,16 @@ def _ratio_cell(row: dict[str, Any]) -> str:
     return f"{ratio:.2f}x{spread}"
 
 
-def _goal_cell(row: dict[str, Any]) -> str:
+def _interval_meets_goal(row: dict[str, Any]) -> bool:
+    """The bootstrap interval's upper end is within the goal (not just the median curve's ratio)."""
     hi = (row.get("relative_interval_95") or [math.nan, math.nan])[1]
+    return math.isfinite(hi) and hi <= GOAL_RATIO
+
+
+def _goal_cell(row: dict[str, Any]) -> str:
     if not row.get("goal_met"):
         return "not met"
-    return "met" + (" (interval too)" if math.isfinite(hi) and hi <= GOAL_RATIO else " (not across the interval)")
+    return "met" + (" (interval too)" if _interval_meets_goal(row) else " (not across the interval)")
 
 
 def _lost_cell(lost: dict[str, Any] | None) -> str:

@@ -490,8 +490,8 @@ def repeats_note(trials: pd.DataFrame) -> str | None:
     if "duplicate_of" not in trials or not trials["duplicate_of"].notna().any():
         return None
     repeats = trials["duplicate_of"].dropna().astype(int)
-    secs = trials.set_index("number")["train_seconds"]
-    spared = float(sum(secs.get(n, 0.0) for n in repeats if pd.notna(secs.get(n))))
+    # the repeated trials' own training time (a trial missing from the frame, or without a time, adds nothing)
+    spared = float(trials.set_index("number")["train_seconds"].reindex(repeats).sum())
     proposals = int((trials["stage"] == "search").sum())
     return (f"repeats: {len(repeats)} of {proposals} proposals asked for a recipe already trained or in training "
             f"(the same parameters, budget and seed, so the same result); they were not trained again (~{spared:.0f} "
