@@ -157,7 +157,10 @@ def test_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, load_run_
     from recipesearch.engine.api import search
 
     _ray(4)
-    path = write_space(trials=6, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2},
+    # 8 trials: when every search trial sits at chance at the rung, the rung ranks them by seconds alone, so a
+    # newcomer goes on only when it is the fastest so far; while the baseline shares the CPUs the later trials
+    # run faster, and with 6 trials (one a repeat, never trained) all went on once in a fresh clone's suite
+    path = write_space(trials=8, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2},
                        scheduler={"name": "moasha", "reduction_factor": 2, "min_fraction": 0.3},
                        sampler={"name": "random", "seed": 0},
                        hparams={"optimizer.lr": {"choices": [0.05, 0.0001, 0.0002]}})
@@ -165,7 +168,7 @@ def test_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, load_run_
     search(path, out=out, quiet=True, report=False)
     trials = load_run_study(out).get_trials()
     states = [t.state.name for t in trials]
-    assert len(trials) == 6 and set(states) <= {"COMPLETE", "PRUNED"}, [(t.state, t.user_attrs) for t in trials]
+    assert len(trials) == 8 and set(states) <= {"COMPLETE", "PRUNED"}, [(t.state, t.user_attrs) for t in trials]
     reported = [t for t in trials if t.user_attrs.get("rungs")]
     assert reported, "no trial reported at a rung"
     # the small-LR trials sit at chance at the rung: stopped (the trial after them needs their bundles back); a
