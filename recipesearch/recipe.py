@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recipesearch.data.spec import RUNTIME_FIELDS, DataSpec
 from recipesearch.errors import ConfigError
+from recipesearch.plugins import add_search_dir, is_import_path
 from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
 
 
@@ -239,6 +240,10 @@ def check_recipe(recipe: Recipe) -> None:
         raise ConfigError("schedule.warmup_epochs", f"{recipe.schedule.warmup_epochs:g} epochs of warmup in a "
                                                     f"{recipe.max_duration:g}-epoch run (max_duration)")
     build_algorithms(recipe.algorithms, recipe=recipe)  # validates names, hparams, interactions
+    if is_import_path(recipe.data.name):
+        from recipesearch.data.user import check_loader_options
+
+        check_loader_options(recipe.data)
     # Building on the meta device checks the name and every option without allocating weights.
     with torch.device("meta"):
         create_model(recipe.model.name, num_classes=10, in_channels=3, image_size=32, **recipe.model.kwargs)
@@ -246,6 +251,7 @@ def check_recipe(recipe: Recipe) -> None:
 
 def load_recipe(path: str | Path) -> Recipe:
     data, lines = read_yaml(path)
+    add_search_dir(Path(path).parent)  # user code named by import path may sit beside the file
     return recipe_from_dict(data, str(path), lines)
 
 

@@ -5,6 +5,7 @@ from typing import Any
 
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.errors import ConfigError
+from recipesearch.plugins import is_import_path, resolve
 
 _REGISTRY: dict[str, type[Algorithm]] = {}
 
@@ -12,8 +13,20 @@ _REGISTRY: dict[str, type[Algorithm]] = {}
 def register_algorithm(cls: type[Algorithm]) -> type[Algorithm]:
     if cls.name in _REGISTRY:
         raise ValueError(f"algorithm {cls.name!r} registered twice")
+    if is_import_path(cls.name):
+        raise ValueError(f"algorithm name {cls.name!r}: ':' marks an import path; choose a plain name")
     _REGISTRY[cls.name] = cls
     return cls
+
+
+def registered_algorithms() -> dict[str, type[Algorithm]]:
+    """Every registered class by name (a copy)."""
+    return dict(_REGISTRY)
+
+
+def install_algorithm(name: str, cls: type[Algorithm]) -> None:
+    """Register a class received from the driver (``engine/shipping.py``); a name already here is kept."""
+    _REGISTRY.setdefault(name, cls)
 
 
 def list_algorithms() -> list[str]:
@@ -21,10 +34,29 @@ def list_algorithms() -> list[str]:
 
 
 def get_algorithm(name: str) -> type[Algorithm]:
+    if is_import_path(name):
+        return imported_algorithm(name)
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ConfigError(f"algorithms.{name}", f"unknown algorithm; allowed: {', '.join(list_algorithms())}") from None
+        raise ConfigError(f"algorithms.{name}", f"unknown algorithm; allowed: {', '.join(list_algorithms())}, "
+                                                "or an import path module:AlgorithmSubclass of your own") from None
+
+
+def imported_algorithm(path: str) -> type[Algorithm]:
+    """The ``Algorithm`` subclass at import path ``path``, its contract's static part checked
+    (``algorithms/contract.py``)."""
+    from recipesearch.algorithms.contract import static_problems
+
+    field = f"algorithms.{path}"
+    cls = resolve(path, field)
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise ConfigError(field, f"{path} is a {type(cls).__name__}, not a subclass of "
+                                 "recipesearch.algorithms.Algorithm")
+    problems = static_problems(cls)
+    if problems:
+        raise ConfigError(field, f"{path} breaks the Algorithm contract: {problems[0]}")
+    return cls
 
 
 def build_algorithms(spec: dict[str, dict[str, Any]], recipe: Any = None) -> list[Algorithm]:

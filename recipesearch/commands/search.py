@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-report", dest="report", action="store_false",
                    help="no report (rebuild it later with `recipesearch report OUT`)")
     p.add_argument("--quiet", action="store_true", help="plain log lines instead of the live progress display")
+    p.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE",
+                   help="a module of your own to import here and in every trial first (its register_model, "
+                        "register_dataset and register_algorithm calls); repeat for more")
 
 
 def non_negative_int(text: str) -> int:
@@ -98,6 +101,6 @@ def run(args: argparse.Namespace) -> int:
            storage=args.storage, quiet=args.quiet, trials=args.trials, concurrency=args.concurrency,
            cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
            executor=args.executor, scheduler=args.scheduler, report=args.report, report_every=args.report_every,
-           checkpoint_minutes=args.checkpoint_minutes, simplify=args.simplify,
+           checkpoint_minutes=args.checkpoint_minutes, simplify=args.simplify, plugins=args.plugins,
            command=["recipesearch", *sys.argv[1:]])
     return 0

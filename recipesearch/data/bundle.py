@@ -14,6 +14,7 @@ labels are in memory either way, and the split, subset and batches are the same.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -137,7 +138,8 @@ def default_workers(spec: DataSpec) -> int:
 
 def _raw(spec: DataSpec, device: torch.device) -> RawDataset:
     """The decoded (or, streamed, the opened) dataset, cached per process by what changes the pixels."""
-    pixels = (spec.name, spec.root, spec.image_size, spec.channels, spec.download, os.environ.get(ENV_DATA))
+    pixels = (spec.name, spec.root, spec.image_size, spec.channels, spec.download, os.environ.get(ENV_DATA),
+              json.dumps(spec.options, sort_keys=True, default=str) if spec.options else None)
     lister = get_streaming(spec.name)
     if lister is None:
         if pixels not in _RAW_CACHE:

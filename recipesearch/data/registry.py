@@ -17,6 +17,7 @@ import torch
 
 from recipesearch.data.source import ImageSource
 from recipesearch.errors import UserError
+from recipesearch.plugins import is_import_path
 
 if TYPE_CHECKING:
     from recipesearch.data.spec import DataSpec
@@ -73,6 +74,8 @@ def register_dataset(name: str) -> Callable[[Loader], Loader]:
     def decorator(loader: Loader) -> Loader:
         if name in _REGISTRY and _REGISTRY[name] is not loader:
             raise ValueError(f"dataset {name!r} is already registered")
+        if is_import_path(name):
+            raise ValueError(f"dataset name {name!r}: ':' marks an import path; choose a plain name")
         _REGISTRY[name] = loader
         return loader
 
@@ -96,8 +99,23 @@ def register_streaming(name: str) -> Callable[[Lister], Lister]:
 
 
 def get_streaming(name: str) -> Lister | None:
-    """The lister of a dataset that can stream, else None (it is decoded whole by its loader)."""
+    """The lister of a dataset that can stream, else None (it is decoded whole by its loader). A user's
+    dataset named by import path always has one (``data/user.py``)."""
+    if is_import_path(name):
+        from recipesearch.data.user import user_listing
+
+        return user_listing
     return _STREAMING.get(name)
+
+
+def registered_loaders() -> dict[str, Loader]:
+    """Every registered loader by name (a copy)."""
+    return dict(_REGISTRY)
+
+
+def install_dataset(name: str, loader: Loader) -> None:
+    """Register a loader received from the driver (``engine/shipping.py``); a name already here is kept."""
+    _REGISTRY.setdefault(name, loader)
 
 
 def list_datasets() -> list[str]:

@@ -5,11 +5,13 @@ layer turns them into ``file:line: data.<field>: <message>``.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from recipesearch.data.registry import list_datasets
+from recipesearch.errors import ConfigError
+from recipesearch.plugins import is_import_path
 
 CHANNELS_DATASETS = ("imagefolder",)  # datasets that convert their images to ``channels``
 STREAMING_DATASETS = ("imagefolder",)  # datasets that can be read by rows while training (data.in_memory)
@@ -26,7 +28,10 @@ class DataSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str  # a registered dataset: digits, fashion_mnist, cifar10, imagefolder
+    name: str  # a registered dataset (digits, fashion_mnist, cifar10, imagefolder) or module:loader (data/user.py)
+    # A user's loader (name module:loader) only: its keyword options. Written beside name in a recipe
+    # (data: {name: "acme.data:load", root: ~/x}) or as options: {...}; None for the registered datasets.
+    options: dict[str, Any] | None = None
     root: str | None = None  # folder with the files; None = $RECIPESEARCH_DATA/<name> or ~/.cache/recipesearch/<name>
     image_size: int | None = None  # resize once at decode time; None = the dataset's default size
     val_fraction: float = 0.0  # held out of train (stratified) for validation; search on it, not on test
@@ -52,13 +57,43 @@ class DataSpec(BaseModel):
     # DataLoader workers that read (decode) streamed batches; None = min(4, the trial's threads).
     workers: int | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _user_options(cls, data: Any) -> Any:
+        # A user's loader takes its options beside ``name``, as a model takes its options: they move into
+        # ``options`` (a key that is a field of ours stays ours). Registered datasets keep unknown keys
+        # refused as "unknown field".
+        if isinstance(data, dict) and is_import_path(data.get("name")):
+            extra = {k: v for k, v in data.items() if k not in cls.model_fields}
+            if extra:
+                data = {k: v for k, v in data.items() if k not in extra}
+                data["options"] = {**(data.get("options") or {}), **extra}
+        return data
+
     @field_validator("name")
     @classmethod
     def _known_name(cls, value: str) -> str:
+        if is_import_path(value):
+            from recipesearch.data.user import loader_function
+
+            try:
+                loader_function(value)
+            except ConfigError as exc:
+                raise ValueError(exc.message) from None
+            return value
         names = list_datasets()
         if value not in names:
-            raise ValueError(f"unknown dataset {value!r}; choose one of: {', '.join(names)}")
+            raise ValueError(f"unknown dataset {value!r}; choose one of: {', '.join(names)}, or an import path "
+                             "module:loader of your own")
         return value
+
+    @field_validator("options")
+    @classmethod
+    def _options_for_user_loaders(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        name = info.data.get("name")
+        if value and name is not None and not is_import_path(name):
+            raise ValueError(f"only a dataset named by import path (module:loader) takes options; {name} takes none")
+        return value or None
 
     @field_validator("root")
     @classmethod
@@ -101,7 +136,7 @@ class DataSpec(BaseModel):
         if not (value is None or isinstance(value, bool) or value == "auto"):
             raise ValueError(f"must be auto, true or false, got {value!r}")
         name = info.data.get("name")
-        if value is False and name is not None and name not in STREAMING_DATASETS:
+        if value is False and name is not None and name not in STREAMING_DATASETS and not is_import_path(name):
             raise ValueError(f"false streams {', '.join(STREAMING_DATASETS)} only; {name} is decoded whole into "
                              f"memory (use auto or true)")
         return value

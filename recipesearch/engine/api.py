@@ -68,6 +68,7 @@ def search(
     command: list[str] | None = None,
     checkpoint_minutes: float | None = None,
     simplify: bool = False,
+    plugins: list[Any] | tuple[Any, ...] = (),
 ) -> SearchResult:
     """Run (or with ``resume=True`` continue) a recipe search; return its ``SearchResult``.
 
@@ -77,12 +78,22 @@ def search(
     ``concurrency``, ``cpus_per_trial`` and ``gpus_per_trial`` (a number or "auto") override the space's
     values; ``scheduler`` the space's ``scheduler.name``; ``checkpoint_minutes`` the space's (0: no checkpoints);
     ``simplify`` turns the simplify stage on (engine/simplify.py).
+    ``plugins``: modules (names or module objects) of the user's own code to import here and in every trial
+    first, so their ``register_model`` / ``register_dataset`` / ``register_algorithm`` calls run everywhere;
+    entries registered in the calling process (a script's ``__main__`` too) reach the trials without it.
     ``executor``: "ray" (trials on Ray Tune) or "inprocess"
     (no Ray: one trial after another in this process). ``report``: build the HTML report every
     ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
     before anything is written or started.
     """
+    from recipesearch.plugins import add_search_dir, import_plugins
     from recipesearch.space import SearchSpace, load_space
+
+    if isinstance(plugins, (str, bytes)) or not isinstance(plugins, (list, tuple)):
+        raise TypeError(f"plugins must be a list of module names or modules, not {type(plugins).__name__}")
+    if isinstance(space, (str, Path)):
+        add_search_dir(Path(space).parent)  # a plugin beside the space file imports like its import paths
+    import_plugins(list(plugins))
 
     if resume and force:
         raise UserError("--resume and --force contradict each other; pass one")

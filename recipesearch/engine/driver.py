@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from recipesearch.engine import interrupts
+from recipesearch.engine import interrupts, shipping, user_code
 from recipesearch.engine import study as st
 from recipesearch.engine.loop import Proposal, SearchLoop
 from recipesearch.engine.samplers import make_sampler
@@ -152,11 +152,17 @@ class SearchDriver:
         # directory included) is refused here, before Ray starts. Held until _close.
         self.study_lock = st.lock_study(storage, space.name, opts.storage) if storage is not None else None
         cluster: dict[str, float] = {}
+        try:
+            # The user's own code: checked here (exit 2 before anything trains), then shipped to every trial
+            self.shipment = user_code.preflight(space)
+        except BaseException:
+            self._release_study_lock()
+            raise
         if opts.executor == "ray":
             from recipesearch.engine.ray_tune import RayHandle
 
             try:
-                self.ray = RayHandle(opts.address, space.threads_per_trial)
+                self.ray = RayHandle(opts.address, space.threads_per_trial, self.shipment.py_modules)
             except BaseException:
                 self._release_study_lock()
                 raise
@@ -169,6 +175,7 @@ class SearchDriver:
                 self.trial_resources = resolve_resources(self.resources, self.ray.cluster_gpus(), base_device)
                 cluster = self.ray.check_resources(self.trial_resources.cpus, self.trial_resources.gpus,
                                                    self.trial_resources.workers)
+                shipping.check_nodes(self.shipment)  # the user code loads on every node, or one line now
             # 2) the run dir and the study
             resuming = run.prepare(space, opts.resume, opts.force)
             url = opts.storage or run.default_storage()
@@ -182,14 +189,17 @@ class SearchDriver:
                                        owner=str(run.root.resolve()))
             self.loop = SearchLoop(space, self.study, storage, self.n_trials, self._on_start, self._on_finish,
                                    on_message=self._on_message)
+            self.loop.plugins = self.shipment.payload()
             recovered, baselines = self.loop.prepare(resuming)
+            changed = user_code.changed_since(run.read_meta()) if resuming else None
             self.log = RunLog(run, resuming)
             address = self.ray.address if self.ray is not None else None
             self.log.start(command=opts.command, space=space, storage=url, ray_address=address,
                            n_trials=self.n_trials, run_dir=run.root, executor=opts.executor)
             self.log.update(cluster=cluster, concurrency=self.concurrency, scheduler=asdict(space.scheduler),
                             simplify_stage=asdict(space.simplify), checkpoint_minutes=space.checkpoint_minutes,
-                            trial_resources=self.trial_resources.as_dict() if self.trial_resources else None)
+                            trial_resources=self.trial_resources.as_dict() if self.trial_resources else None,
+                            user_code=self.shipment.provenance)
             self._write_csv()
             done = self.loop.finished()
             where = ("in-process" if self.ray is None else address if opts.address else "local")
@@ -198,6 +208,8 @@ class SearchDriver:
             if resuming:
                 self.ui.message(f"resuming {run.root}: {done} trials finished, {recovered} interrupted "
                                 "trials queued again")
+                if changed:
+                    self.ui.message(changed)
             elif baselines:
                 what = ("the LR sweep of the base recipe, then the baseline" if space.baseline.tune_lr
                         else f"the base recipe at {len(space.budgets)} budget(s) x {space.baseline.seeds} seed(s)")

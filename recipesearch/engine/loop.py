@@ -160,6 +160,7 @@ class SearchLoop:
         self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
         self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
+        self.plugins: dict[str, Any] | None = None  # user code every trial installs first (engine/shipping.py)
 
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
@@ -328,6 +329,8 @@ class SearchLoop:
         trial = self.study.ask()  # pops a queued (WAITING) trial first
         config: dict[str, Any] = {"number": trial.number, "recipe": None, "error": None,
                                   "threads": space.threads_per_trial}
+        if self.plugins:
+            config["plugins"] = self.plugins
         if space.checkpoint_minutes:
             config["checkpoint_seconds"] = 60.0 * space.checkpoint_minutes
             # a re-run of an interrupted or lost trial goes on from its predecessors' latest checkpoint,

@@ -309,7 +309,7 @@ def _speaks_grpc(conn: socket.socket, timeout: float) -> bool:
 class RayHandle:
     """Starts a local Ray sized to this machine, or joins ``address``; stops only what it started."""
 
-    def __init__(self, address: str | None, threads: int):
+    def __init__(self, address: str | None, threads: int, py_modules: tuple[str, ...] | list[str] = ()):
         self.started = False
         self.dashboard_url: str | None = None
         os.environ.update(_TUNE_ENV)
@@ -320,10 +320,12 @@ class RayHandle:
         # workers of a local Ray inherit our environment; a cluster's get it through the job's runtime env.
         thread_env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         common: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.WARNING)
+        # The user's own modules (engine/shipping.py) travel with the job to every worker, on every node.
+        code_env: dict[str, Any] = {"py_modules": list(py_modules)} if py_modules else {}
         try:
             if address:
                 _check_reachable(address)
-                ray.init(address=address, runtime_env={"env_vars": thread_env}, **common)
+                ray.init(address=address, runtime_env={"env_vars": thread_env, **code_env}, **common)
             else:
                 for var, value in thread_env.items():
                     os.environ.setdefault(var, value)
@@ -337,7 +339,8 @@ class RayHandle:
                 cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
                 # No dashboard web server (it would listen on every interface) unless a user starts a Ray
                 # cluster with one themselves and passes --address.
-                context = ray.init(num_cpus=cpus, _node_ip_address=LOOPBACK_IP, include_dashboard=False, **common)
+                context = ray.init(num_cpus=cpus, _node_ip_address=LOOPBACK_IP, include_dashboard=False,
+                                   **({"runtime_env": code_env} if code_env else {}), **common)
                 self.dashboard_url = context.dashboard_url or None
         except (ConnectionError, ValueError, RuntimeError) as exc:
             if not address:

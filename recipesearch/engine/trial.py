@@ -53,6 +53,7 @@ from typing import Any
 
 import torch
 
+from recipesearch.engine.shipping import install as install_user_code
 from recipesearch.env_info import hardware_class
 from recipesearch.errors import DivergenceError
 from recipesearch.recipe import recipe_from_dict
@@ -137,6 +138,7 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
 
         trainer_rungs = {"rungs": rungs, "rung_split": config.get("rung_split", "val"), "on_rung": report_rung}
     try:
+        install_user_code(config.get("plugins"))  # the user's modules and registered entries (engine/shipping.py)
         recipe = recipe_from_dict(config["recipe"], source=f"trial {config.get('number')}")
         with _process_group(config.get("rendezvous")):  # a rank of a multi-worker trial (engine/ranks.py)
             result = fit(recipe, **trainer_rungs, **(checkpoints or {}))

@@ -17,6 +17,14 @@ from typing import Any, TypeVar
 from torch import nn
 
 from recipesearch.errors import ConfigError
+from recipesearch.plugins import (
+    accepted_options,
+    check_options,
+    describe_call_error,
+    is_import_path,
+    missing_required,
+    resolve,
+)
 
 TV_PREFIX = "tv/"
 
@@ -50,6 +58,8 @@ def register_model(name: str, description: str = "") -> Callable[[F], F]:
             raise ValueError(f"model {name!r} is already registered")
         if name.startswith(TV_PREFIX):
             raise ValueError(f"the {TV_PREFIX!r} prefix is reserved for torchvision models")
+        if is_import_path(name):
+            raise ValueError(f"model name {name!r}: ':' marks an import path; choose a plain name")
         params = inspect.signature(fn).parameters
         missing = [a for a in _DATA_ARGS if a not in params]
         if missing:
@@ -63,6 +73,16 @@ def register_model(name: str, description: str = "") -> Callable[[F], F]:
         return fn
 
     return decorator
+
+
+def registered_models() -> dict[str, ModelInfo]:
+    """Every registered entry by name (a copy)."""
+    return dict(_REGISTRY)
+
+
+def install_model(info: ModelInfo) -> None:
+    """Register an entry received from the driver (``engine/shipping.py``); a name already here is kept."""
+    _REGISTRY.setdefault(info.name, info)
 
 
 def list_models(pattern: str | None = None) -> list[str]:
@@ -105,6 +125,8 @@ def create_model(
         from recipesearch.models.tv import create_torchvision_model
 
         return create_torchvision_model(name[len(TV_PREFIX):], num_classes, in_channels, image_size, **kwargs)
+    if is_import_path(name):
+        return _create_imported(name, num_classes, in_channels, image_size, kwargs)
     info = model_info(name)
     for key in kwargs:
         if key not in info.options:
@@ -113,10 +135,41 @@ def create_model(
     return info.fn(num_classes=num_classes, in_channels=in_channels, image_size=image_size, **kwargs)
 
 
+def imported_factory(path: str) -> ModelFn:
+    """The factory at import path ``path``, checked to take the data's three arguments."""
+    fn = resolve(path, "model.name")
+    if not callable(fn):
+        raise ConfigError("model.name", f"{path} is a {type(fn).__name__}, not a model factory "
+                                        "(num_classes, in_channels, image_size, **options) -> nn.Module")
+    options, var_kw = accepted_options(fn)
+    missing = [a for a in _DATA_ARGS if a not in options]
+    if missing and not var_kw:
+        raise ConfigError("model.name", f"{path} must accept {', '.join(missing)} "
+                                        "(a factory (num_classes, in_channels, image_size, **options))")
+    return fn
+
+
+def _create_imported(path: str, num_classes: int, in_channels: int, image_size: int,
+                     options: dict[str, Any]) -> nn.Module:
+    fn = imported_factory(path)
+    check_options(fn, options, "model", f"model '{path}'", reserved=_DATA_ARGS)
+    missing = missing_required(fn, options, _DATA_ARGS)
+    if missing:
+        raise ConfigError(f"model.{missing[0]}", f"required by {path} and not given")
+    try:
+        model = fn(num_classes=num_classes, in_channels=in_channels, image_size=image_size, **options)
+    except Exception as exc:  # noqa: BLE001 - the user's factory: its error, in one line, names it
+        raise ConfigError("model.name", f"{path} raised {describe_call_error(exc)}") from None
+    if not isinstance(model, nn.Module):
+        raise ConfigError("model.name", f"{path} returned a {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
 def _natural_key(name: str) -> list[str | int]:
     # resnet8 < resnet20 < resnet110, as a reader expects (plain sorting puts resnet110 first).
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def _unknown_message(name: str) -> str:
-    return f"unknown model '{name}'; allowed: {', '.join(list_models())} or {TV_PREFIX}<torchvision name>"
+    return (f"unknown model '{name}'; allowed: {', '.join(list_models())}, {TV_PREFIX}<torchvision name>, or "
+            "an import path module:factory of your own")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from recipesearch.algorithms import get_algorithm
 from recipesearch.errors import ConfigError
+from recipesearch.plugins import add_search_dir
 from recipesearch.recipe import Recipe, load_recipe, recipe_from_dict, set_dotted
 from recipesearch.space.messages import Located
 from recipesearch.space.param_entries import KindEntry, Target
@@ -34,6 +35,7 @@ def load_space(path: str | Path) -> SearchSpace:
     """Read and validate a search-space YAML file; ``base:`` paths are relative to the file."""
     p = Path(path)
     data, lines = read_yaml(p)
+    add_search_dir(p.parent)  # user code named by import path may sit beside the file
     return space_from_dict(data, str(p), lines, base_dir=p.parent, text=p.read_text(), path=p)
 
 
