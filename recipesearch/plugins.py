@@ -281,4 +281,87 @@ def changed_warning(recorded: list[dict[str, Any]] | None, what: str) -> str | N
     if not changed:
         return None
     names = ", ".join(changed)
-    return f"warning: user module(s) {names} changed since {what} was recorded: results may differ"
+    return f"warning: user module(s) {names} changed since {what}: results may differ"
+
+
+# ---- listing a user module's entries (``recipesearch models|datasets|algorithms --module``) ----------------
+
+KINDS = ("model", "dataset", "algorithm")
+
+
+def module_entries(module: str, kind: str) -> list[str]:
+    """What ``module`` offers as ``kind``, as a recipe names it: the names its ``register_*`` calls added, then
+    the import paths of what it defines that fits (a factory taking the data's three arguments; an
+    ``Algorithm`` subclass; for datasets, any public function: nothing else tells a loader apart)."""
+    from torch import nn
+
+    from recipesearch.algorithms.base import Algorithm
+
+    before = {k: set(v) for k, v in registered_user_entries().items()}
+    mod = import_user_module(module, "--module")
+    registered = sorted(set(registered_user_entries().get(kind, {})) - before.get(kind, set())
+                        | {n for n, obj in registered_user_entries().get(kind, {}).items()
+                           if getattr(getattr(obj, "fn", obj), "__module__", None) == module})
+    found = []
+    for attr, obj in vars(mod).items():
+        if attr.startswith("_") or getattr(obj, "__module__", None) != module:
+            continue  # imported names are not this module's entries
+        if kind == "algorithm":
+            fits = isinstance(obj, type) and issubclass(obj, Algorithm) and not inspect.isabstract(obj)
+        elif kind == "model":
+            options, var_kw = accepted_options(obj)
+            fits = callable(obj) and (not isinstance(obj, type) or issubclass(obj, nn.Module)) and (
+                var_kw or all(a in options for a in ("num_classes", "in_channels", "image_size")))
+        else:
+            fits = inspect.isfunction(obj)
+        if fits:
+            found.append(f"{module}{SEP}{attr}")
+    return [*registered, *sorted(found)]
+
+
+# ---- provenance in files: exported recipes, and the folders that hold the code again -----------------------
+
+PROVENANCE_PREFIX = "user code: "
+
+
+def provenance_lines(rows: list[dict[str, Any]] | None) -> list[str]:
+    """Header lines of an exported recipe, one per user module (``parse_provenance`` reads them back)."""
+    out = []
+    for row in rows or []:
+        version = f" version {row['version']}" if row.get("version") else ""
+        out.append(f"{PROVENANCE_PREFIX}{row.get('module')} sha256 {row.get('sha256') or '-'}{version} "
+                   f"(file {row.get('file') or '-'})")
+    return out
+
+
+_PROVENANCE_LINE = re.compile(r"^#\s*" + re.escape(PROVENANCE_PREFIX) + r"(\S+) sha256 (\S+)(?: version (\S+))?"
+                              r" \(file (.*)\)\s*$")
+
+
+def parse_provenance(text: str) -> list[dict[str, Any]]:
+    """The user-code rows a recipe file's header records (``provenance_lines``)."""
+    rows = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break  # the header ends where the YAML starts
+        m = _PROVENANCE_LINE.match(line)
+        if m:
+            rows.append({"module": m.group(1), "sha256": None if m.group(2) == "-" else m.group(2),
+                         "version": m.group(3), "file": None if m.group(4) == "-" else m.group(4)})
+    return rows
+
+
+def user_code_dirs(rows: list[dict[str, Any]] | None) -> list[str]:
+    """The folders from which the recorded modules were imported (a module ``acme.nets`` in
+    ``/x/acme/nets.py`` came from ``/x``), for a later command to import them from the same place."""
+    dirs = []
+    for row in rows or []:
+        file, module = row.get("file"), str(row.get("module") or "")
+        if not file or not module or row.get("version"):
+            continue  # installed: importable as it is
+        path = Path(file)
+        depth = module.count(".") + (1 if path.name == "__init__.py" else 0)
+        folder = path.parents[depth] if depth < len(path.parents) else path.parent
+        if folder.is_dir() and str(folder) not in dirs:
+            dirs.append(str(folder))
+    return dirs

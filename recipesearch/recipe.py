@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recipesearch.data.spec import RUNTIME_FIELDS, DataSpec
 from recipesearch.errors import ConfigError
-from recipesearch.plugins import add_search_dir, is_import_path
+from recipesearch.plugins import SEP, add_search_dir, is_import_path
 from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
 
 
@@ -182,8 +182,18 @@ class Recipe(_Strict):
         return recipe_from_dict(data, source="--set")
 
 
-def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+def dotted_parts(key: str) -> list[str]:
+    """``key`` split at its dots, except inside an import path: ``algorithms.acme.tricks:Noise.std`` is
+    ``["algorithms", "acme.tricks:Noise", "std"]`` (the path's module dots are not nesting)."""
     parts = key.split(".")
+    colon = next((i for i, p in enumerate(parts) if SEP in p), None)
+    if colon is None or colon < 1:
+        return parts
+    return [parts[0], ".".join(parts[1:colon + 1]), *parts[colon + 1:]]
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    parts = dotted_parts(key)
     node = data
     for part in parts[:-1]:
         child = node.get(part)

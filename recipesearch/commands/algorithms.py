@@ -6,6 +6,8 @@ import argparse
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--module", dest="modules", action="append", default=[], metavar="MODULE",
+                   help="also list what this module of your own offers (as recipes name it); repeat for more")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,8 +17,11 @@ def run(args: argparse.Namespace) -> int:
     from recipesearch.recipe import OptimizerSpec
     from recipesearch.train.optim import OPTIMIZERS
 
+    from recipesearch.plugins import module_entries
+
     rows = []
-    for name in list_algorithms():
+    user = [entry for module in args.modules for entry in module_entries(module, "algorithm")]
+    for name in [*list_algorithms(), *(e for e in user if e not in list_algorithms())]:
         cls = get_algorithm(name)
         rows.append({"name": name, "kind": "algorithm", "defaults": cls.defaults(), "description": cls.description,
                      "citation": cls.citation})

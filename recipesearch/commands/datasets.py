@@ -5,12 +5,16 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    del p  # no options
+    p.add_argument("--module", dest="modules", action="append", default=[], metavar="MODULE",
+                   help="also list what this module of your own offers (as recipes name it); repeat for more")
 
 
 def run(args: argparse.Namespace) -> int:
     from recipesearch.data import list_datasets
 
+    from recipesearch.commands.models import print_user_entries
+
     for name in list_datasets():
         print(name)
+    print_user_entries(args.modules, "dataset")
     return 0

@@ -31,13 +31,29 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
     return overrides
 
 
+def recorded_user_code(path: str) -> list[dict]:
+    """The user modules an exported recipe's header records; their folders become importable (the recipe
+    may be replayed from anywhere)."""
+    from recipesearch.plugins import add_search_dir, parse_provenance, user_code_dirs
+
+    try:
+        rows = parse_provenance(Path(path).read_text(errors="replace"))
+    except OSError:
+        return []  # load_recipe says what is wrong with the file
+    for folder in user_code_dirs(rows):
+        add_search_dir(folder)
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from recipesearch.env_info import hardware, library_versions
     from recipesearch.errors import DivergenceError
+    from recipesearch.plugins import changed_warning
     from recipesearch.recipe import dump_recipe, load_recipe
 
+    recorded = recorded_user_code(args.recipe)  # an exported recipe's header: the user code it was found with
     recipe = load_recipe(args.recipe)
     if args.overrides:
         recipe = recipe.with_overrides(parse_overrides(args.overrides))
@@ -48,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--out: {out / 'result.json'} exists; pass --force to overwrite or choose another --out")
 
     console = Console(stderr=True, quiet=args.quiet)
+    changed = changed_warning(recorded, "this recipe was exported")
+    if changed:
+        console.print(f"[yellow]{changed}[/]")
 
     def on_epoch_end(state, metrics):
         console.print(f"epoch {metrics['epoch'] + 1}: step {metrics['step']}/{state.total_steps} "

@@ -38,6 +38,7 @@ from recipesearch.analysis.frontier import finite
 from recipesearch.engine import simplify
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
+from recipesearch.engine.failures import failing_alike, stop_message
 from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
 from recipesearch.errors import ConfigError, UserError
@@ -282,6 +283,11 @@ class SearchLoop:
 
     def _next(self) -> Proposal | str | None:
         trials = self.trials()
+        reason = failing_alike(trials)
+        if reason is not None:  # every trial so far failed for one reason: more would only repeat it
+            if not self.stop_reason:
+                self.stop_reason = stop_message(reason, st.count_in_state(trials, TrialState.FAIL))
+            return WAIT if self.in_flight else DONE
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
             if self._queue_baselines():

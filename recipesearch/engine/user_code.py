@@ -75,4 +75,4 @@ def _user_algorithms(space: SearchSpace) -> list[str]:
 
 def changed_since(meta: dict[str, Any]) -> str | None:
     """A warning naming the user modules whose source changed since run.json recorded them."""
-    return plugins.changed_warning(meta.get("user_code"), "this search")
+    return plugins.changed_warning(meta.get("user_code"), "this search recorded them (run.json)")

@@ -138,6 +138,9 @@ def create_model(
 def imported_factory(path: str) -> ModelFn:
     """The factory at import path ``path``, checked to take the data's three arguments."""
     fn = resolve(path, "model.name")
+    if isinstance(fn, type) and not issubclass(fn, nn.Module):
+        raise ConfigError("model.name", f"{path} is the class {fn.__name__}, not a model factory or an nn.Module "
+                                        "subclass")
     if not callable(fn):
         raise ConfigError("model.name", f"{path} is a {type(fn).__name__}, not a model factory "
                                         "(num_classes, in_channels, image_size, **options) -> nn.Module")

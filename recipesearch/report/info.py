@@ -47,6 +47,7 @@ from recipesearch.analysis import (
     regime_recipes,
 )
 from recipesearch.errors import UserError
+from recipesearch.plugins import add_search_dir, provenance_lines, user_code_dirs
 from recipesearch.rundir import RunDir, normalise_trials
 
 ACC, VAL_ACC, TIME, COST = "accuracy", "val_accuracy", "train_seconds", "cost"
@@ -181,6 +182,8 @@ def load_run(run_dir: str | Path) -> RunFiles:
     """
     run = RunDir(run_dir)
     meta = run.read_meta(strict=True)
+    for folder in user_code_dirs(meta.get("user_code")):  # the frontier's recipes may name the user's code
+        add_search_dir(folder)
     metric = VAL_ACC if Objectives.from_run_meta(meta).metric_split == "val" else ACC
     required = [metric, *(o for o in meta.get("objectives") or () if o != ACC)]
     return RunFiles(run.read_trials(required), meta, run.read_space_text(strict=True))
@@ -387,7 +390,8 @@ def evidence(row: pd.Series | dict[str, Any]) -> str:
 
 
 def _front_recipes(
-    front: pd.DataFrame, space_name: str, space_hash: str, run_dir: str | None, selection: Selection
+    front: pd.DataFrame, space_name: str, space_hash: str, run_dir: str | None, selection: Selection,
+    user_code: list[dict[str, Any]] | None = None,
 ) -> tuple[FrontRecipe, ...]:
     """Validate each frontier point's recipe_json (its first run's) and render its YAML with provenance."""
     from recipesearch import __version__
@@ -412,6 +416,7 @@ def _front_recipes(
             _point_speedup_line(row),
             _curve_line(row, selection),
             f"run: {run_dir or 'unknown'}",
+            *provenance_lines(user_code),
             f"written by recipesearch {__version__}; replay with: recipesearch train {rid}.yaml",
         ])  # fmt: skip
         out.append(FrontRecipe(number, rid, f"recipes/{rid}.yaml", dump_recipe(recipe, header=header)))
@@ -565,7 +570,7 @@ def build_info(
     curves = _budget_curves(completed, param_cols, f.metric)
 
     # 6) replayable recipes of the frontier
-    recipes = _front_recipes(front, space_name, space_hash, run_dir, selection)
+    recipes = _front_recipes(front, space_name, space_hash, run_dir, selection, run_meta.get("user_code"))
     front["recipe_file"] = [r.filename or "" for r in recipes]
     front["recipe_id"] = [r.recipe_id or row for r, row in zip(recipes, front["recipe_id"], strict=True)]
     warnings += [f"trial {r.number}: {r.error}" for r in recipes if r.error]
