@@ -10,9 +10,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from recipesearch.data import list_datasets
-
     from recipesearch.commands.models import print_user_entries
+    from recipesearch.data import list_datasets
 
     for name in list_datasets():
         print(name)
