@@ -55,3 +55,26 @@ def _decode_cache_in_tmp(tmp_path_factory):
 def tiny_recipe():
     """Factory fixture: ``tiny_recipe({"mixup": {"alpha": 0.2}}, max_duration=2)``."""
     return make_recipe
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """``user_module(source, name=None) -> module name``: a module of a user's own in a folder on sys.path (as
+    a module beside a space file is), under a name unique to the test; forgotten again afterwards."""
+    import sys
+    import textwrap
+
+    folder = tmp_path / "usercode"
+    folder.mkdir(exist_ok=True)
+    monkeypatch.syspath_prepend(str(folder))
+    names: list[str] = []
+
+    def write(source: str, name: str | None = None) -> str:
+        name = name or f"user_{tmp_path.name.replace('-', '_')}_{len(names)}"
+        (folder / f"{name}.py").write_text(textwrap.dedent(source))
+        names.append(name)
+        return name
+
+    yield write
+    for name in names:
+        sys.modules.pop(name, None)

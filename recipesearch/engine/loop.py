@@ -266,6 +266,8 @@ class SearchLoop:
 
     def _done(self) -> bool:
         trials = self.trials()
+        if failing_alike(trials) is not None and not self.in_flight:
+            return True  # stopped early (``_next``): every trial so far failed for one reason
         if not self._search_done(trials):
             return False
         self._plan_post(trials)

@@ -55,7 +55,7 @@ import torch
 
 from recipesearch.engine.shipping import install as install_user_code
 from recipesearch.env_info import hardware_class
-from recipesearch.errors import DivergenceError
+from recipesearch.errors import DivergenceError, UserError
 from recipesearch.recipe import recipe_from_dict
 from recipesearch.train.loop import TrialPruned, fit
 
@@ -79,7 +79,9 @@ def describe_error(exc: BaseException) -> str:
     if oom:
         return f"out of memory: {text or type(exc).__name__}"
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    # a UserError's text already says what and where (a user factory's line included); ours is noise there
+    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames and not isinstance(
+        exc, UserError) else ""
     return f"{type(exc).__name__}: {text}{where}"
 
 
