@@ -5,11 +5,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["SearchResult", "__version__", "fit", "load_recipe", "search"]
+__all__ = ["SearchResult", "__version__", "apply", "fit", "load_recipe", "search"]
 
 from recipesearch.engine.api import SearchResult, search  # cheap: Ray, Optuna and torch load inside search()
 
 if TYPE_CHECKING:
+    from recipesearch.own_loop import RecipeRun
     from recipesearch.recipe import Recipe
     from recipesearch.train.loop import TrainResult
 
@@ -28,3 +29,11 @@ def load_recipe(path: Any, **kwargs: Any) -> Recipe:
     from recipesearch.recipe import load_recipe as _load
 
     return _load(path, **kwargs)
+
+
+def apply(recipe: Any, model: Any, optimizer: Any = None, **kwargs: Any) -> RecipeRun:
+    """A recipe's methods in your own training loop (``recipesearch.own_loop.apply``): model surgery now, and a
+    ``RecipeRun`` whose calls (``batch``, ``loss``, ``backward``, ``step``, ``eval_model``...) the loop makes."""
+    from recipesearch.own_loop import apply as _apply
+
+    return _apply(recipe, model, optimizer, **kwargs)
