@@ -34,8 +34,8 @@ SEP = ":"
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _OWN_PACKAGE = "recipesearch"
 
-# Modules of user code imported so far, in first-use order: what is shipped to trials and recorded.
-_USER_MODULES: dict[str, None] = {}
+# Modules named by ``plugins=[...]`` / ``--plugin`` in this process: shipped to trials and recorded.
+_PLUGINS: dict[str, None] = {}
 
 
 def is_import_path(name: object) -> bool:
@@ -86,8 +86,6 @@ def import_user_module(module: str, field: str) -> ModuleType:
         raise ConfigError(field, f"importing {module!r} failed: {_describe(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - the user's module-level code: any error is theirs to read
         raise ConfigError(field, f"importing {module!r} failed: {_describe(exc)}") from None
-    if not module.startswith(_OWN_PACKAGE + ".") and module != _OWN_PACKAGE:
-        _USER_MODULES.setdefault(module, None)
     return mod
 
 
@@ -175,17 +173,29 @@ def registered_user_entries() -> dict[str, dict[str, Any]]:
     return {kind: entries for kind, entries in out.items() if entries}
 
 
-def user_modules() -> list[str]:
-    """Modules of user code in use: imported through import paths or ``plugins``, or holding a user's
-    registered entries (``__main__`` left out: it is not importable elsewhere, its entries travel by value)."""
-    modules = dict(_USER_MODULES)
+def user_modules(named: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Modules of user code in use: ``named`` (those a space's import paths name), the ``plugins`` of this
+    process, and those holding a user's registered entries; ``__main__`` left out (not importable elsewhere:
+    its entries travel by value), and so are the standard library's and recipesearch's."""
+    modules = dict.fromkeys(named)
+    modules.update(_PLUGINS)
     for entries in registered_user_entries().values():
         for obj in entries.values():
             fn = getattr(obj, "fn", obj)
             module = getattr(fn, "__module__", None)
             if module and module != "__main__" and is_user_object(fn):
                 modules.setdefault(module, None)
-    return list(modules)
+    return [m for m in modules if not _is_stdlib(m) and is_user_object(_Named(m))]
+
+
+class _Named:
+    def __init__(self, module: str):
+        self.__module__ = module
+
+
+def _is_stdlib(module: str) -> bool:
+    top = module.split(".")[0]
+    return top in sys.stdlib_module_names or top in sys.builtin_module_names
 
 
 def import_plugins(modules: list[str] | tuple[str, ...], field: str = "plugins") -> list[str]:
@@ -196,7 +206,7 @@ def import_plugins(modules: list[str] | tuple[str, ...], field: str = "plugins")
         if not isinstance(name, str) or not _DOTTED.match(name):
             raise UserError(f"{field}: {module!r} is not a module name (e.g. acme.nets)")
         import_user_module(name, field)
-        _USER_MODULES.setdefault(name, None)
+        _PLUGINS.setdefault(name, None)
         names.append(name)
     return names
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from recipesearch.errors import ConfigError, UserError
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, quiet=args.quiet)
     changed = changed_warning(recorded, "this recipe was exported")
     if changed:
-        console.print(f"[yellow]{changed}[/]")
+        print(changed, file=sys.stderr)  # even with --quiet: the result may not be the recipe's
 
     def on_epoch_end(state, metrics):
         console.print(f"epoch {metrics['epoch'] + 1}: step {metrics['step']}/{state.total_steps} "

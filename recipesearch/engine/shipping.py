@@ -43,9 +43,9 @@ class Shipment:
         return {"py_modules": list(self.py_modules)} if self.py_modules else {}
 
 
-def collect() -> Shipment:
-    """Everything user code that this process has imported or registered; a registered entry that cannot be
-    pickled is one line naming it."""
+def collect(named: list[str] | tuple[str, ...] = ()) -> Shipment:
+    """The user code of a search: the modules ``named`` (its import paths'), this process's plugins and
+    registered entries; a registered entry that cannot be pickled is one line naming it."""
     import cloudpickle
 
     entries = plugins.registered_user_entries()
@@ -57,7 +57,7 @@ def collect() -> Shipment:
                 raise UserError(f"{kind} {name!r} is registered in this process but cannot be sent to Ray workers "
                                 f"({type(exc).__name__}: {exc}); define it in a module beside the space file and "
                                 "name it by import path") from None
-    modules = tuple(plugins.user_modules())
+    modules = tuple(plugins.user_modules(named))
     roots: list[str] = []
     for module in modules:
         root = plugins.module_root(module)

@@ -50,7 +50,8 @@ def space_import_paths(space: SearchSpace) -> dict[str, str]:
 
 def preflight(space: SearchSpace) -> Shipment:
     """Resolve, check and collect the space's user code; any problem is one ``ConfigError`` line."""
-    for path, field in space_import_paths(space).items():
+    paths = space_import_paths(space)
+    for path, field in paths.items():
         plugins.resolve(path, field)
     data = space.base.data
     if plugins.is_import_path(data.name):
@@ -63,7 +64,7 @@ def preflight(space: SearchSpace) -> Shipment:
         problems = run_contract(key)
         if problems:
             raise ConfigError(f"algorithms.{key}", f"breaks the Algorithm contract: {problems[0]}")
-    return collect()
+    return collect(list(dict.fromkeys(path.partition(plugins.SEP)[0] for path in paths)))
 
 
 def _user_algorithms(space: SearchSpace) -> list[str]:
