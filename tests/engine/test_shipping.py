@@ -179,3 +179,16 @@ def test_a_model_registered_in_a_script_trains_on_ray(tmp_path, write_space, ray
     trials = pd.read_csv(out / "trials.csv")
     assert set(trials["state"]) <= {"COMPLETE", "PRUNED"} and (trials["state"] == "COMPLETE").sum() >= 2
     assert json.loads((out / "run.json").read_text())["user_code"] == []  # __main__: by value, no module
+
+
+@pytest.mark.ray
+def test_code_that_does_not_import_on_a_node_is_one_line_before_any_trial(ray_env):
+    import ray
+
+    from recipesearch.engine.ray_tune import LOOPBACK_IP
+
+    ray.init(num_cpus=1, _node_ip_address=LOOPBACK_IP, include_dashboard=False, log_to_driver=False)
+    shipping.check_nodes(shipping.Shipment(modules=("json",)))  # importable everywhere: no complaint
+    with pytest.raises(UserError, match=r"user code does not load on Ray node 127\.0\.0\.2 \(.*cannot import "
+                                        r"'surely_missing_user_module_xyz'"):
+        shipping.check_nodes(shipping.Shipment(modules=("surely_missing_user_module_xyz",)))
