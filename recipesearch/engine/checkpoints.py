@@ -33,7 +33,8 @@ class CheckpointStore:
     """The checkpoints of one search under ``root``."""
 
     def __init__(self, root: Path):
-        self.root = Path(root)
+        # absolute: a re-run gets the path in its config, and Tune runs each trial in a folder of its own
+        self.root = Path(root).resolve()
 
     def folders(self, number: int) -> list[Path]:
         """Checkpoint folders of trial ``number``, oldest first."""

@@ -210,6 +210,9 @@ class SearchDriver:
                                 "trials queued again")
                 if changed:
                     self.ui.message(changed)
+            if self.ray is not None and self.ray.orphans_stopped:
+                self.ui.message(f"stopped {self.ray.orphans_stopped} process(es) of a local Ray whose search was "
+                                "killed (they would have taken the cores trials are timed on)")
             elif baselines:
                 what = ("the LR sweep of the base recipe, then the baseline" if space.baseline.tune_lr
                         else f"the base recipe at {len(space.budgets)} budget(s) x {space.baseline.seeds} seed(s)")

@@ -91,6 +91,8 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
             attrs[key] = int(result[key])
     if result.get("resumes") and finite(result.get("resume_gap_seconds")):  # lost work + restart, wall clock
         attrs["resume_gap_seconds"] = float(result["resume_gap_seconds"])
+    if result.get("resumes") and finite(result.get("resumed_at_step")):  # the steps before it were not trained again
+        attrs["resumed_at_step"] = int(result["resumed_at_step"])
     for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
         if finite(result.get(key)):
             attrs[key] = int(result[key])
@@ -98,6 +100,8 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     for key in ("node", "hardware", "assigned_device"):
         if result.get(key):
             attrs[key] = str(result[key])
+    if result.get("warnings"):  # the trainer's own (a checkpoint it could not go on from, say)
+        attrs["warnings"] = str(result["warnings"])[:1000]
     if isinstance(result.get("gpu_ids"), list):  # the GPUs Ray assigned the trial ([] for none)
         attrs["gpu_ids"] = [i if isinstance(i, int) else str(i) for i in result["gpu_ids"]]
     if finite(result.get("workers")) and result["workers"] > 1:  # data-parallel: each rank's node and GPUs

@@ -26,6 +26,7 @@ from ray import tune
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from ray.tune.search import Searcher
 
+from recipesearch.engine import ray_orphans
 from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
 from recipesearch.engine.trial import trainable
@@ -311,6 +312,7 @@ class RayHandle:
 
     def __init__(self, address: str | None, threads: int, py_modules: tuple[str, ...] | list[str] = ()):
         self.started = False
+        self.orphans_stopped = 0  # processes of a killed driver's local Ray stopped before this one started
         self.dashboard_url: str | None = None
         os.environ.update(_TUNE_ENV)
         if ray.is_initialized():  # a Python API user brought their own Ray
@@ -327,6 +329,10 @@ class RayHandle:
                 _check_reachable(address)
                 ray.init(address=address, runtime_env={"env_vars": thread_env, **code_env}, **common)
             else:
+                # the processes of a local Ray whose driver was killed (kill -9) would take the cores our
+                # trials are timed on: stopped first; then this driver's own Ray is marked as its
+                self.orphans_stopped = ray_orphans.stop_orphans()
+                ray_orphans.mark_this_driver()
                 for var, value in thread_env.items():
                     os.environ.setdefault(var, value)
                 # Ray starts workers at nice 15: a timed trial would then yield its core to any other

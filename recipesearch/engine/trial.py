@@ -160,7 +160,7 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
     return {**metrics, "error": None, "steps": result.steps, "device": result.device,
             "rung_seconds": result.rung_seconds, "checkpoint_seconds": result.checkpoint_seconds,
             "checkpoints": result.checkpoints, "resumes": result.resumes,
-            "resume_gap_seconds": result.resume_gap_seconds,
+            "resume_gap_seconds": result.resume_gap_seconds, "resumed_at_step": result.resumed_at_step,
             "hardware": hardware_class(str(result.device)), "workers": result.workers,
             "threads": result.threads, "warnings": "; ".join(result.warnings)}
 

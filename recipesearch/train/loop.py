@@ -67,6 +67,7 @@ class TrainResult:
     # wall time from each restored checkpoint's writing to its resume: the work lost after it, noticing the death
     # and starting again (clocks of two nodes when the run moved: as far apart as they are)
     resume_gap_seconds: float = 0.0
+    resumed_at_step: int = 0  # the step of the last checkpoint it went on from (0: trained from the start)
     device: str = "cpu"
     threads: int = 1
     workers: int = 1  # data-parallel ranks (train/distributed.py); train_seconds and accuracy are rank 0's
@@ -173,6 +174,7 @@ class Trainer:
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
         self.on_checkpoint = on_checkpoint
         self.checkpoint_seconds, self.checkpoints, self.resumes, self.resume_gap_seconds = 0.0, 0, 0, 0.0
+        self.resumed_at_step = 0
         self._prior_seconds = self._prior_data_seconds = 0.0  # the earlier segments' (resume_from)
         self._resume_position: dict[str, Any] | None = None  # the loader's place in the epoch under way
         self.on_epoch_end = on_epoch_end
@@ -275,6 +277,7 @@ class Trainer:
         self.resumes = snapshot["resumes"] + 1
         self.resume_gap_seconds = snapshot["resume_gap_seconds"] + max(0.0, time.time() - snapshot["written_at"])
         self._resume_position = snapshot["loader"]
+        self.resumed_at_step = int(snapshot["step"])
 
     def fire(self, event: Event) -> None:
         for algo in self._by_event[event]:
@@ -473,6 +476,7 @@ class Trainer:
             warnings=interaction_warnings([a.name for a in self.algorithms]) + self.warnings,
             rung_seconds=self.rung_seconds, checkpoint_seconds=self.checkpoint_seconds,
             checkpoints=self.checkpoints, resumes=self.resumes, resume_gap_seconds=self.resume_gap_seconds,
+            resumed_at_step=self.resumed_at_step,
         )
 
 
