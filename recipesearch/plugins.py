@@ -322,8 +322,8 @@ def module_entries(module: str, kind: str) -> list[str]:
             options, var_kw = accepted_options(obj)
             fits = callable(obj) and (not isinstance(obj, type) or issubclass(obj, nn.Module)) and (
                 var_kw or all(a in options for a in ("num_classes", "in_channels", "image_size")))
-        else:
-            fits = inspect.isfunction(obj)
+        else:  # a loader is a function the tool can call with its options alone (helpers need arguments)
+            fits = inspect.isfunction(obj) and not missing_required(obj, {}, ("spec", "root"))
         if fits:
             found.append(f"{module}{SEP}{attr}")
     return [*registered, *sorted(found)]

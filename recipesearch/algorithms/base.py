@@ -36,7 +36,8 @@ class Algorithm(ABC):
             msg = "unknown hyperparameter" if err["type"] == "extra_forbidden" else err["msg"]
             msg = msg.removeprefix("Value error, ")
             allowed = ", ".join(self.Params.model_fields) or "none"
-            raise ConfigError(f"algorithms.{self.name}.{key}", f"{msg} (hyperparameters: {allowed})") from None
+            field = f"algorithms.{self.name}" + (f".{key}" if key else "")  # a whole-model check has no key
+            raise ConfigError(field, f"{msg} (hyperparameters: {allowed})") from None
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

@@ -67,6 +67,14 @@ def build_algorithms(spec: dict[str, dict[str, Any]], recipe: Any = None) -> lis
     for name, params in spec.items():
         if not isinstance(params, dict):
             raise ConfigError(f"algorithms.{name}", "hyperparameters must be a mapping {name: value}")
-        algos.append(get_algorithm(name)(**params))
+        cls = get_algorithm(name)
+        try:
+            algos.append(cls(**params))
+        except ConfigError as exc:
+            if name == cls.name:
+                raise
+            # an import path's class names itself: the recipe's key is what the user wrote and must find
+            field = exc.field.replace(f"algorithms.{cls.name}", f"algorithms.{name}", 1)
+            raise ConfigError(field, exc.message, exc.source, exc.line) from None
     check_interactions([a.name for a in algos], recipe)
     return sorted(algos, key=lambda a: (a.order, a.name))

@@ -49,8 +49,8 @@ def collect(named: list[str] | tuple[str, ...] = ()) -> Shipment:
     import cloudpickle
 
     entries = plugins.registered_user_entries()
-    for kind, named in entries.items():
-        for name, obj in named.items():
+    for kind, by_name in entries.items():
+        for name, obj in by_name.items():
             try:
                 cloudpickle.dumps(obj)
             except Exception as exc:  # noqa: BLE001 - whatever pickling raises, the entry cannot travel

@@ -77,7 +77,8 @@ def test_an_import_path_method_trains_with_its_params(mod, tiny_recipe):
     assert result.steps > 0 and 0 <= result.accuracy <= 1
     with pytest.raises(ConfigError) as info:
         tiny_recipe({f"{mod}:Noise": {"stdd": 0.05}})
-    assert info.value.field == "algorithms.noise.stdd" and "unknown hyperparameter" in info.value.message
+    # the recipe's key, as written, not the class's own name
+    assert info.value.field == f"algorithms.{mod}:Noise.stdd" and "unknown hyperparameter" in info.value.message
 
 
 @pytest.mark.parametrize(("attr", "words"), [

@@ -69,6 +69,13 @@ def test_an_entry_registered_in_main_reaches_a_fresh_process(clean_registries, t
     assert r.stdout.split() == ["3", "5"]
 
 
+def test_the_spaces_modules_travel_beside_registered_entries(clean_registries, user_module):
+    # Once, the pickling check's loop variable replaced the modules named: registering anything dropped them.
+    name = user_module("X = 1\n")
+    _main_namespace_model("scripted_too")
+    assert shipping.collect([name]).modules == (name,)
+
+
 def test_an_entry_that_cannot_be_pickled_is_one_line_naming_it(clean_registries):
     lock = threading.Lock()
 
