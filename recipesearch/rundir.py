@@ -42,6 +42,7 @@ from recipesearch.runcheck import (
     parse_meta,
     read_text,
 )
+from recipesearch.runlock import LOCK_NAME
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,7 +123,10 @@ class RunDir:
         """
         root = self.root
         check_out_dir(root)
-        non_empty = root.is_dir() and any(root.iterdir())
+        non_empty = root.is_dir() and any(p.name != LOCK_NAME for p in root.iterdir())  # the driver's own lock
+        if resume and not non_empty:  # a typo'd --out, or a search that never started: nothing to continue
+            state = "is empty" if root.is_dir() else "does not exist"
+            raise UserError(f"--resume: {root} {state}: there is no search to continue; start it without --resume")
         if non_empty and not (resume or force):
             raise UserError(f"--out: {root} is not empty; pass --resume to continue that search or --force to "
                             "delete it and start again")
@@ -180,7 +184,13 @@ class RunDir:
         """``check``, then make the directory: wiped with --force, space.yaml written when fresh."""
         resuming = self.check(space, resume, force)
         if not resuming and force and self.root.is_dir():
-            shutil.rmtree(self.root)
+            for child in self.root.iterdir():  # all but the lock this driver holds (deleting it would free it)
+                if child.name == LOCK_NAME:
+                    continue
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

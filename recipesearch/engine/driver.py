@@ -26,6 +26,7 @@ from recipesearch.engine.loop import Proposal, SearchLoop
 from recipesearch.engine.samplers import make_sampler
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, RunLog
+from recipesearch.runlock import FileLock, lock_run_dir
 from recipesearch.space.search_space import TrialResources, resolve_resources
 
 if TYPE_CHECKING:
@@ -122,6 +123,12 @@ class SearchDriver:
         if options.executor == "inprocess" and self.resources.workers > 1:
             raise UserError(f"--executor inprocess trains one process; resources.workers "
                             f"{self.resources.workers} needs the Ray executor")
+        gpus = self.resources.gpus
+        if options.executor == "inprocess" and gpus != "auto" and float(gpus) > 1:
+            asked = (f"--gpus-per-trial {float(options.gpus_per_trial):g}" if options.gpus_per_trial is not None
+                     else f"resources.gpus {float(gpus):g}")
+            raise UserError(f"--executor inprocess trains one trial at a time on one device; {asked} needs the Ray "
+                            "executor (or ask for 1 GPU)")
         if options.executor == "inprocess" and options.address:
             raise UserError("--executor inprocess trains in this process; it cannot use --address")
         if ui is None:
@@ -137,35 +144,37 @@ class SearchDriver:
         self._last_report = time.monotonic()  # the first intermediate report comes after an interval
         self._report_proc: subprocess.Popen | None = None
         self._hook_warned: set[str] = set()
-        self.study_lock: st.StudyLock | None = None
+        self.study_lock: Any = None  # st.StudyLock (PostgreSQL) or a runlock.FileLock (SQLite --storage)
+        self.run_lock: FileLock | None = None
 
     # -- the whole job
     def run(self) -> pd.DataFrame:
         space, opts, run = self.space, self.opts, self.run_dir
-        # 1) everything that can refuse, before anything is written: flags vs run dir, storage, Ray
-        will_resume = run.check(space, opts.resume, opts.force)
         new_dir = not run.root.exists()  # ours to remove if the search is refused before it starts
-        if will_resume:
-            _check_resume_storage(run, opts.storage)
-        storage = st.make_storage(opts.storage) if opts.storage else None
-        # One search drives a study at a time: another one on this study (a second --resume of this run
-        # directory included) is refused here, before Ray starts. Held until _close.
-        self.study_lock = st.lock_study(storage, space.name, opts.storage) if storage is not None else None
-        cluster: dict[str, float] = {}
+        # 0) One driver per run directory, held until _close: a second search, --resume or --force on a run
+        # directory whose search is running is refused here, before anything is read, written or deleted.
+        self.run_lock = lock_run_dir(run.root)
         try:
+            # 1) everything that can refuse, before anything is written: flags vs run dir, storage, Ray
+            will_resume = run.check(space, opts.resume, opts.force)
+            if will_resume:
+                _check_resume_storage(run, opts.storage)
+            storage = st.make_storage(opts.storage) if opts.storage else None
+            # One search drives a study at a time: another one on this study (a second run directory on one
+            # --storage) is refused here, before Ray starts. Held until _close.
+            self.study_lock = st.lock_study(storage, space.name, opts.storage) if storage is not None else None
             # The user's own code: checked here (exit 2 before anything trains), then shipped to every trial
             self.shipment = user_code.preflight(space)
-        except BaseException:
-            self._release_study_lock()
-            raise
-        if opts.executor == "ray":
-            from recipesearch.engine.ray_tune import RayHandle
+            if opts.executor == "ray":
+                from recipesearch.engine.ray_tune import RayHandle
 
-            try:
                 self.ray = RayHandle(opts.address, space.threads_per_trial, self.shipment.py_modules)
-            except BaseException:
-                self._release_study_lock()
-                raise
+        except BaseException:
+            self._release_locks()
+            if new_dir:  # refused before the search started: leave nothing behind
+                shutil.rmtree(run.root, ignore_errors=True)
+            raise
+        cluster: dict[str, float] = {}
         # Ctrl-C and SIGTERM end the search as KeyboardInterrupt: trials in flight recorded interrupted and queued
         # again, run.json "interrupted", resumable; never in the middle of a study write (engine/interrupts.py)
         previous_handlers = interrupts.install()
@@ -178,6 +187,7 @@ class SearchDriver:
                 shipping.check_nodes(self.shipment)  # the user code loads on every node, or one line now
             # 2) the run dir and the study
             resuming = run.prepare(space, opts.resume, opts.force)
+            self.run_lock.publish(opts.command)  # who drives it, for a second command's refusal
             url = opts.storage or run.default_storage()
             storage = storage or st.make_storage(url)
             sampler = make_sampler(space)
@@ -373,17 +383,19 @@ class SearchDriver:
         self.ui.message(f"interrupted; {n} trial(s) in flight will run again with: recipesearch search "
                         f"{self.space.path or 'SPACE'} --out {self.run_dir.root} --resume")
 
-    def _release_study_lock(self) -> None:
-        lock, self.study_lock = self.study_lock, None
-        if lock is not None:
-            lock.release()
+    def _release_locks(self) -> None:
+        for attr in ("study_lock", "run_lock"):
+            lock = getattr(self, attr)
+            setattr(self, attr, None)
+            if lock is not None:
+                lock.release()
 
     def _close(self, status: str, **fields: Any) -> None:
         try:
             if self.log is not None:
                 self.log.finish(status, **fields)
         finally:
-            self._release_study_lock()
+            self._release_locks()
             if self.ray is not None:
                 self.ray.stop()
             if self._report_proc is not None and self._report_proc.poll() is None and status != "finished":

@@ -174,10 +174,14 @@ class StudyLock:
 
 
 def lock_study(storage: optuna.storages.BaseStorage, name: str, url: str) -> StudyLock | None:
-    """Take the study ``name``'s lock in a PostgreSQL storage, or refuse in one line: two searches on one
-    study would requeue each other's running trials as interrupted and both run its budget. None for other
-    storages (a run directory's own SQLite file has one search at a time by its --resume/--force rules)."""
+    """Take the study ``name``'s lock, or refuse in one line: two searches on one study would requeue each
+    other's running trials as interrupted and both run its budget. PostgreSQL: a session advisory lock; an
+    SQLite file: a lock file beside it (``runlock``); None for other storages."""
     engine = getattr(storage, "engine", None)
+    if engine is not None and engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        from recipesearch.runlock import sqlite_study_lock
+
+        return sqlite_study_lock(engine.url.database, name).acquire()
     if engine is None or engine.dialect.name != "postgresql":
         return None
     import hashlib
