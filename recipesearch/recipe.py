@@ -172,14 +172,53 @@ class Recipe(_Strict):
 
         Switching ``model.name`` drops the old model's own options (a ``cnn`` ``width`` means something else,
         or nothing, to a ResNet); options for the new model are given as further ``model.*`` overrides.
+
+        None (``--set algorithms.mixup=null``) at a method removes it, as if the recipe did not name it
+        (``algorithms=null``: every method); ``{}`` switches a method on with its defaults. Elsewhere None is
+        set as given (``data.hflip=null``: the dataset's own choice; a required field refuses it).
         """
         data = self.to_dict()
         new_model = overrides.get("model.name")
         if new_model is not None and new_model != self.model.name:
             data["model"] = {"name": new_model}
+        removed = _removed_methods(overrides)
+        removed_names = {dotted_parts(key)[1] for key in removed}
         for key, value in overrides.items():
-            set_dotted(data, key, value)
+            parts = dotted_parts(key)
+            if parts[0] == "algorithms" and len(parts) > 2 and parts[1] in removed_names:
+                raise ConfigError(key, f"set while algorithms.{parts[1]}=null removes {parts[1]}; give one of the "
+                                       "two", "--set")
+            if key == "algorithms" and value is None:
+                data["algorithms"] = {}
+            elif key in removed:
+                data.get("algorithms", {}).pop(parts[1], None)
+            else:
+                set_dotted(data, key, value)
         return recipe_from_dict(data, source="--set")
+
+    def override_warnings(self, overrides: dict[str, Any]) -> list[str]:
+        """What in ``overrides`` would change nothing of this recipe, one line each: a method removed
+        (``algorithms.NAME=null``) that it does not have."""
+        return [f"--set {key}=null: the recipe has no {key[len('algorithms.'):]}, nothing to remove (to switch it on "
+                f"with its defaults: --set {key}={{}})"
+                for key in _removed_methods(overrides) if dotted_parts(key)[1] not in self.algorithms]
+
+
+def _removed_methods(overrides: dict[str, Any]) -> list[str]:
+    """The keys ``algorithms.NAME`` (an import path counts as one name) set to None, after checking that each
+    names a method (an unknown one is refused as in a recipe)."""
+    from recipesearch.algorithms import get_algorithm
+
+    keys = []
+    for key, value in overrides.items():
+        parts = dotted_parts(key)
+        if value is None and len(parts) == 2 and parts[0] == "algorithms":
+            try:
+                get_algorithm(parts[1])
+            except ConfigError as exc:
+                raise ConfigError(exc.field, exc.message, "--set") from None
+            keys.append(key)
+    return keys
 
 
 def dotted_parts(key: str) -> list[str]:

@@ -16,12 +16,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="directory for result.json and the recipe actually trained")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field, e.g. --set optimizer.lr=0.2 --set algorithms.mixup.alpha=0.4; "
-                        "a new model.name drops the old model's options (give the new ones as model.KEY=...)")
+                        "a new model.name drops the old model's options (give the new ones as model.KEY=...); "
+                        "algorithms.NAME=null removes a method, algorithms.NAME={} adds it with its defaults")
     p.add_argument("--force", action="store_true", help="overwrite an existing result.json in --out")
     p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
 
 
 def parse_overrides(items: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` items as {key: value}, each value read as YAML: ``null``, ``~`` and an empty value are
+    None (``algorithms.NAME=null`` removes a method, ``Recipe.with_overrides``; ``{}`` switches it on)."""
     overrides = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -57,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
     recorded = recorded_user_code(args.recipe)  # an exported recipe's header: the user code it was found with
     recipe = load_recipe(args.recipe)
     if args.overrides:
-        recipe = recipe.with_overrides(parse_overrides(args.overrides))
+        overrides = parse_overrides(args.overrides)
+        for line in recipe.override_warnings(overrides):
+            print(f"warning: {line}", file=sys.stderr)  # even with --quiet: the user asked for it
+        recipe = recipe.with_overrides(overrides)
     out = Path(args.out) if args.out else None
     if out is not None:
         check_out_dir(out)  # before training: a result must never be lost to an unwritable --out

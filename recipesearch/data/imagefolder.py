@@ -101,6 +101,39 @@ class ImageFolder:
         )
 
 
+MIN_CLASSES = 2  # one class trains to 100 % accuracy and says nothing
+
+
+def _few_classes(train_dir: Path, classes: list[str], with_images: list[str] | None = None) -> str | None:
+    """Why ``classes`` (the class folders of ``train_dir``; ``with_images``: those holding an image) are too
+    few to train a classifier on, or None."""
+    found = classes if with_images is None else with_images
+    if len(found) >= MIN_CLASSES:
+        return None
+    if not classes:
+        what = "no class folder"
+    elif with_images is None or len(with_images) == len(classes):
+        what = f"{len(classes)} class folder ({classes[0]})"
+    else:
+        empty = sorted(set(classes) - set(with_images))
+        what = (f"images of {len(found)} class only ({', '.join(found) or 'none'}; no images in "
+                f"{', '.join(empty)})")
+    return (f"imagefolder: {train_dir} has {what}: a classifier needs at least {MIN_CLASSES} classes, one "
+            f"sub-folder of images each (one class would train to 100 % accuracy and mean nothing)")
+
+
+def class_problem(spec: DataSpec) -> str | None:
+    """Too few class folders under ``data.root``'s train/, checked without listing a single image (a search
+    space's load, ``space/loading.py``); None also where the folder is not here to look at (a cluster's data
+    may be on its nodes only: ``list_imagefolder`` checks again there)."""
+    train_dir = spec_root(spec) / "train"
+    try:
+        classes = sorted(e.name for e in os.scandir(train_dir) if e.is_dir())
+    except OSError:
+        return None
+    return _few_classes(train_dir, classes)
+
+
 @register_streaming("imagefolder")
 def list_imagefolder(spec: DataSpec) -> ImageFolder:
     root = spec_root(spec)
@@ -117,6 +150,9 @@ def list_imagefolder(spec: DataSpec) -> ImageFolder:
         raise UserError(f"imagefolder: {test_dir} has classes missing from {train_dir}: {', '.join(extra)}")
     class_to_idx = {c: i for i, c in enumerate(classes)}
     train, test = list_images(train_dir, class_to_idx), list_images(test_dir, class_to_idx)
+    problem = _few_classes(train_dir, classes, sorted({classes[label] for _, label in train}))
+    if problem and train:  # no image at all: the "no images" line below says more
+        raise ConfigError("data.root", problem)
     if not train or not test:
         empty = train_dir if not train else test_dir
         raise DataNotFoundError(f"imagefolder: no images ({', '.join(EXTENSIONS)}) under {empty}; set data.root")

@@ -2,6 +2,8 @@
 and the algorithm registry: reference values, every sampled value a valid recipe, forbidden pairs."""
 from __future__ import annotations
 
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from recipesearch.plugins import add_search_dir
 from recipesearch.recipe import Recipe, load_recipe, recipe_from_dict, set_dotted
 from recipesearch.space.messages import Located
 from recipesearch.space.param_entries import KindEntry, Target
-from recipesearch.space.params import ParamSpec
+from recipesearch.space.params import ChoicesParam, GridParam, ParamSpec
 from recipesearch.space.sampler_spec import SamplerSpec
 from recipesearch.space.schema import RESERVED_FIELDS, AlgorithmEntry, SpaceFile
 from recipesearch.space.search_space import (
@@ -32,11 +34,16 @@ from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
 
 
 def load_space(path: str | Path) -> SearchSpace:
-    """Read and validate a search-space YAML file; ``base:`` paths are relative to the file."""
+    """Read and validate a search-space YAML file; ``base:`` paths are relative to the file. Its warnings
+    (settings that do nothing, ``SearchSpace.warnings``) are printed on stderr, once, here: ``loads_space``
+    and ``space_from_dict`` only keep them (a resume's hash check loads the recorded copy too)."""
     p = Path(path)
     data, lines = read_yaml(p)
     add_search_dir(p.parent)  # user code named by import path may sit beside the file
-    return space_from_dict(data, str(p), lines, base_dir=p.parent, text=p.read_text(), path=p)
+    space = space_from_dict(data, str(p), lines, base_dir=p.parent, text=p.read_text(), path=p)
+    for line in space.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    return space
 
 
 def loads_space(text: str, source: str = "<string>", base_dir: str | Path | None = None) -> SearchSpace:
@@ -101,18 +108,161 @@ def space_from_dict(
         except ConfigError as exc:
             problem = f"the baseline at budget {b} is not a valid recipe: {exc.field}: {exc.message}"
             raise where.error("base", problem) from None
+    # Every combination a trial can reach is checked here, not trial by trial (issue 32).
     _check_workers(where, space)
+    _check_candidates(where, space)
+    _check_flip_tta(where, space)
+    _check_classes(where, space)
+    space.warnings = tuple(space_warnings(where, file, space))
     return space
 
 
+# -- what trials can reach: checked once, at load ---------------------------------------------------------
+def _values(spec: ParamSpec) -> list[Any]:
+    """The recipe values a sampled parameter gives: every choice (grid, choices), else both ends of its
+    range (scale, range: everything in between is reachable too)."""
+    if isinstance(spec, (ChoicesParam, GridParam)):
+        return [spec.value(c) for c in spec.choices]
+    return [spec.value(spec.low), spec.value(spec.high)]
+
+
+def reachable(space: SearchSpace, name: str) -> list[Any]:
+    """The values recipe field ``name`` (dotted: ``data.hflip``) takes in the space's trials: a sampled
+    parameter's (``_values``), the fixed one, else the base recipe's (None: not set)."""
+    if name in space.fixed:
+        return [space.fixed[name]]
+    spec = next((p for p in space.hparams if p.name == name), None)
+    return _values(spec) if spec is not None else [_get_dotted(space.base.to_dict(), name)]
+
+
+def reachable_hparam(space: SearchSpace, algorithm: str, hp: str) -> list[Any]:
+    """The values hyperparameter ``hp`` of ``algorithm`` takes in trials where it is on (as ``recipe_for``
+    builds them: the base recipe's, then the space's fixed value, then the sampled one)."""
+    alg = space.algorithms.get(algorithm)
+    if alg is not None:
+        if hp in alg.fixed:
+            return [alg.fixed[hp]]
+        spec = next((p for p in alg.params if p.hparam == hp), None)
+        if spec is not None:
+            return _values(spec)
+    base_hp = space.base.algorithms.get(algorithm, {})
+    if hp in base_hp:
+        return [base_hp[hp]]
+    return [get_algorithm(algorithm).Params.model_fields[hp].get_default(call_default_factory=True)]
+
+
+def can_be_on(space: SearchSpace, algorithm: str) -> bool:
+    """Some trial of the space trains with ``algorithm`` (on in every trial, or a candidate; a candidate that
+    could never be switched on was refused by ``_check_pairs``)."""
+    return algorithm in space.algorithms or algorithm in space.algorithms_on({})
+
+
 def _check_workers(where: Located, space: SearchSpace) -> None:
-    """Data-parallel workers split each batch equally: the base recipe's batch must divide (a sampled
-    batch_size that does not fails its trial with the same words, ``train/distributed.py``)."""
+    """Data-parallel workers split each batch equally: the base recipe's batch and every batch_size the
+    space can sample must divide (one that does not would fail its trial with the same words,
+    ``train/distributed.py``)."""
     workers = space.resources.workers
+    if workers <= 1:
+        return
     batch = space.recipe_for(space.baseline_params(space.budgets[0])).batch_size
-    if workers > 1 and batch % workers:
+    if batch % workers:
         raise where.error("resources.workers", f"{workers} workers cannot share the base recipe's batch_size "
                                                f"{batch} equally (each worker trains batch_size / workers a step)")
+    spec = next((p for p in space.hparams if p.name == "batch_size"), None)
+    if spec is None:
+        return  # a fixed batch_size is the baseline's, checked above
+    share = f"cannot be shared equally by resources.workers {workers} (each worker trains batch_size / workers a step)"
+    if isinstance(spec, (ChoicesParam, GridParam)):
+        values = [int(v) for v in _values(spec)]
+        bad = [v for v in values if v % workers]
+        if bad:
+            listed = ", ".join(str(v) for v in values)
+            raise where.error(spec.field, f"batch_size {bad[0]} (of the batch sizes it samples: {listed}) {share}; "
+                                          f"give only multiples of {workers}")
+        return
+    lo, hi = (float(v) for v in _values(spec))  # scale, range: every integer between the two ends
+    first = next((v for v in range(math.ceil(lo), math.floor(hi) + 1) if v % workers), None)
+    if first is not None:
+        raise where.error(spec.field, f"it samples every batch_size from {math.ceil(lo)} to {math.floor(hi)}, and "
+                                      f"{first} {share}; list multiples of {workers} instead, "
+                                      f"e.g. {{choices: [{workers * 16}, {workers * 32}]}}")
+
+
+def _check_candidates(where: Located, space: SearchSpace) -> None:
+    """Each candidate switched on alone (its hyperparameters at their start values) makes a valid recipe:
+    what the recipe check refuses of its methods (``build_algorithms``: hyperparameters together,
+    interactions) is refused here, naming the candidate, instead of in every trial that switches it on.
+    The rest of ``recipe_from_dict`` (the model built on the meta device: 0.2 s for a ResNet-56) does not
+    change with a switch and was checked with the baseline."""
+    from recipesearch.algorithms import build_algorithms
+
+    switches = [a for a in space.algorithms.values() if not a.always]
+    for alg in switches:
+        partial = {"budget": space.budgets[0], **{a.switch: a is alg for a in switches}}
+        try:
+            data = space.recipe_data(space.complete(partial))
+            build_algorithms(data["algorithms"], recipe=Recipe.model_validate(data))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            problem = f"switched on, it makes an invalid recipe: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+            raise where.error(f"algorithms.{alg.name}", problem) from None
+        except ConfigError as exc:
+            problem = f"switched on, it makes an invalid recipe: {exc.field}: {exc.message}"
+            raise where.error(f"algorithms.{alg.name}", problem) from None
+
+
+# Whether a horizontal mirror keeps the class, per dataset, without loading it: each loader's
+# ``RawDataset.hflip`` (data/digits.py etc.; tests/space/test_reachable_combinations.py holds them equal).
+# A dataset not listed (a user's loader, a plugin's) is left to flip_tta's own check when a trial starts.
+DATASET_HFLIP = {"digits": False, "fashion_mnist": True, "cifar10": True, "imagefolder": True}
+
+
+def _check_flip_tta(where: Located, space: SearchSpace) -> None:
+    """flip_tta refuses, when training starts (``algorithms/flip_tta.py``), a dataset whose mirror may be
+    another class (``data.hflip`` false, or digits): every trial that can have it on with such data would
+    fail, so the space is refused. ``force: true`` (a control) passes, as there."""
+    if not can_be_on(space, "flip_tta") or all(f is True for f in reachable_hparam(space, "flip_tta", "force")):
+        return
+    for name in reachable(space, "data.name"):
+        for hflip in reachable(space, "data.hflip"):
+            keeps = DATASET_HFLIP.get(str(name)) if hflip is None else hflip
+            if keeps is False:
+                field = "algorithms.flip_tta" if "flip_tta" in space.algorithms else "base.algorithms.flip_tta"
+                data = f"dataset {name}" + (" with data.hflip false" if hflip is False else "")
+                raise where.error(field, f"{data} does not allow a horizontal flip (a mirrored image may be another "
+                                         f"class), so every trial with flip_tta on would fail; remove flip_tta "
+                                         f"from the space, or set data.hflip: true where a mirror keeps the class")
+
+
+def _check_classes(where: Located, space: SearchSpace) -> None:
+    """An image folder of one class trains to 100 % and says nothing: refused at load when the folder is
+    here to look at (``data/imagefolder.py`` refuses it again where the trial lists it, on any node)."""
+    from recipesearch.data.imagefolder import class_problem
+
+    for name in reachable(space, "data.name"):
+        if name != "imagefolder":
+            continue
+        for root in reachable(space, "data.root"):
+            problem = class_problem(space.base.data.model_copy(update={"name": name, "root": root}))
+            if problem:
+                raise where.error("base.data.root", problem)
+
+
+def space_warnings(where: Located, file: SpaceFile, space: SearchSpace) -> list[str]:
+    """Settings of the file that do nothing, one line each (``source:line: field: what``)."""
+    out = []
+    scheduler = space.scheduler
+    warning = scheduler.warning(space.budgets)
+    if warning:
+        out.append(str(where.error("scheduler", warning)))
+    given = file.scheduler.model_fields_set
+    if "min_fraction" in given and not scheduler.prunes:
+        out.append(str(where.error("scheduler.min_fraction", f"does nothing with scheduler {scheduler.name}: only "
+                                                             "moasha's rungs use it")))
+    if "reduction_factor" in given and scheduler.name == "fifo":
+        out.append(str(where.error("scheduler.reduction_factor", "does nothing with scheduler fifo: moasha and "
+                                                                 "promote use it")))
+    return out
 
 
 def _base(where: Located, base: str | dict[Any, Any], base_dir: str | Path | None) -> Recipe:

@@ -196,6 +196,37 @@ class SchedulerEntry(Section):
     def coerce(cls, data: Any) -> Any:
         return {"name": data} if isinstance(data, str) else data
 
+    @model_validator(mode="after")
+    def _has_rungs(self) -> SchedulerEntry:
+        problem = rungs_problem(self.name, self.reduction_factor, self.min_fraction,
+                                "min_fraction" in self.model_fields_set)
+        if problem:
+            raise field_error(problem[1], at=problem[0])
+        return self
+
+
+def rungs_problem(name: str, reduction_factor: int, min_fraction: float, min_fraction_given: bool,
+                  ) -> tuple[str, str] | None:
+    """(field, message) when ``name`` asks for MO-ASHA and its rungs (``1/rf, 1/rf^2, ...`` down to
+    ``min_fraction``) are none at all, else None.
+
+    Refused rather than warned: a moasha without a rung is a fifo that looks like a moasha (the values
+    are fine one by one, but together they can never mean what they say), and the fix is one number."""
+    if "moasha" not in name:
+        return None
+    from recipesearch.analysis.rungs import rung_fractions  # numpy only; what SchedulerSpec.rungs() uses
+
+    if rung_fractions(reduction_factor, min_fraction):
+        return None
+    first = 1 / reduction_factor
+    if min_fraction_given:
+        return "min_fraction", (f"{min_fraction:g} leaves moasha no rung: rungs are at 1/{reduction_factor}, "
+                                f"1/{reduction_factor}^2, ... of a trial's steps down to min_fraction, so it must be "
+                                f"at most 1/{reduction_factor} = {first:.4g}")
+    return "reduction_factor", (f"{reduction_factor} leaves moasha no rung with min_fraction {min_fraction:.4g} (the "
+                                f"default): the first rung is at 1/{reduction_factor} of a trial's steps; set "
+                                f"min_fraction to at most {first:.4g}")
+
 
 def _fraction(value: float) -> float:
     if value > 1:

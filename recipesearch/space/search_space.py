@@ -17,7 +17,7 @@ from recipesearch.errors import ConfigError
 from recipesearch.recipe import Recipe, recipe_from_dict, set_dotted
 from recipesearch.space.params import ParamSpec
 from recipesearch.space.sampler_spec import SamplerSpec
-from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS
+from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS, rungs_problem
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,24 @@ class SchedulerSpec:
 
         return rung_fractions(self.reduction_factor, self.min_fraction) if self.prunes else ()
 
+    def problem(self) -> tuple[str, str] | None:
+        """(field under ``scheduler``, message) when it asks for moasha and has no rung (schema.rungs_problem)."""
+        return rungs_problem(self.name, self.reduction_factor, self.min_fraction,
+                             not math.isclose(self.min_fraction, SchedulerSpec.min_fraction))
+
+    def warning(self, budgets: list[float]) -> str | None:
+        """Why this scheduler would do less than its name says with these budgets (None: it does all of it).
+
+        Promotion with one budget has nowhere to promote to: a warning, not a refusal, because the search
+        still runs right (as fifo, or moasha) and cutting a space to one budget for a quick run should not
+        need a second edit of its scheduler; the line says what is left of it."""
+        if self.promotes and len(budgets) == 1:
+            rest = "moasha" if self.prunes else "fifo"
+            return (f"{self.name} with one budget ({budgets[0]:g}): promotion moves the best proposals up to the "
+                    f"next budget and there is none, so nothing is promoted (it runs as {rest}); list more budgets "
+                    "or drop promote")
+        return None
+
 
 class _Filler:
     """A trial-like object answering each ``suggest_*`` from ``values`` (else the default) — a FixedTrial
@@ -236,6 +254,9 @@ class SearchSpace:
         self.scheduler = scheduler  # rungs and promotion; not in the hash (operational)
         self.simplify = simplify  # the stage after the confirmation; not in the hash (operational)
         self.path, self.text, self.source = path, text, source
+        # Lines about settings that do nothing, found at load (``loading.space_warnings``; ``load_space``
+        # prints them): not part of the hash.
+        self.warnings: tuple[str, ...] = ()
         # Algorithms on in every trial: base algorithms that are not candidates, and always-on candidates.
         self._fixed_on = [a for a in base.algorithms if a not in algorithms]
         self._fixed_on += [a.name for a in algorithms.values() if a.always and a.name not in self._fixed_on]
@@ -245,9 +266,19 @@ class SearchSpace:
         """A copy of this space with ``scheduler`` fields changed (``name="moasha"``, ``min_fraction=1/3``):
         operational, so the hash stays (``--scheduler``, replay). The space itself is left as it was."""
         import copy
+        import sys
 
         new = copy.copy(self)
         new.scheduler = replace(self.scheduler, **changes)
+        problem = new.scheduler.problem()
+        if problem:  # --scheduler moasha on a space whose min_fraction / reduction_factor leave it no rung
+            raise ConfigError(f"scheduler.{problem[0]}", f"with scheduler {new.scheduler.name}: {problem[1]}",
+                              self.source)
+        warning = new.scheduler.warning(self.budgets)
+        if warning and warning != self.scheduler.warning(self.budgets):  # the space's own was printed at load
+            line = f"scheduler: {warning}"
+            new.warnings = (*self.warnings, line)
+            print(f"warning: {line}", file=sys.stderr)
         return new
 
     def with_simplify(self, enabled: bool = True) -> SearchSpace:
@@ -359,6 +390,10 @@ class SearchSpace:
 
         ``seed_index`` > 0 is a repeat of the same recipe (baseline seeds, confirmation): seed
         ``space.seed + seed_index``. The data split does not move with it (``data.split_seed``)."""
+        return recipe_from_dict(self.recipe_data(params, seed_index), source="trial params")
+
+    def recipe_data(self, params: dict[str, Any], seed_index: int = 0) -> dict[str, Any]:
+        """What ``recipe_for`` validates into the trial's recipe: the mapping, not yet checked."""
         src = "trial params"
         known = set(self.param_names())
         for key in params:
@@ -391,7 +426,7 @@ class SearchSpace:
             algos[alg.name] = hp
         data.update(algorithms=algos, budget=float(get("budget")), seed=self.seed + int(seed_index),
                     threads=self.threads_per_trial)
-        return recipe_from_dict(data, source=src)
+        return data
 
     # -- objectives -----------------------------------------------------------------------------------
     def cost(self, train_seconds: float) -> float | None:

@@ -226,3 +226,50 @@ def test_recipes_without_the_new_fields_keep_their_ids(tmp_path):
                           "max_duration: 1\n")
     assert folder.id() == "16e2c78ba772"
     assert folder.with_overrides({"data.hflip": False}).id() != folder.id()  # a set field is part of it
+
+
+# ---- fewer than two classes (issue 32 item 7) ----------------------------------------------------------
+
+def write_one_class(root: Path, empty: tuple[str, ...] = ()) -> None:
+    """train/ and test/ with images of class ``cats`` only; ``empty``: further class folders without images."""
+    for split in ("train", "test"):
+        (root / split / "cats").mkdir(parents=True)
+        for k in range(2):
+            Image.new("RGB", (8, 8), (40 * k, 0, 0)).save(root / split / "cats" / f"{k}.png")
+        for name in empty:
+            (root / split / name).mkdir()
+
+
+def test_one_class_is_refused_naming_the_folder_and_what_it_found(tmp_path):
+    write_one_class(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        load_data(DataSpec(name="imagefolder", root=str(tmp_path)))
+    assert info.value.field == "data.root" and "\n" not in str(info.value)
+    assert info.value.message == (f"imagefolder: {tmp_path / 'train'} has 1 class folder (cats): a classifier needs "
+                                  "at least 2 classes, one sub-folder of images each (one class would train to 100 % "
+                                  "accuracy and mean nothing)")
+
+
+def test_class_folders_without_images_do_not_count(tmp_path):
+    write_one_class(tmp_path, empty=("dogs",))
+    with pytest.raises(ConfigError) as info:
+        get_dataset("imagefolder")(DataSpec(name="imagefolder", root=str(tmp_path)))
+    assert info.value.field == "data.root"
+    assert "has images of 1 class only (cats; no images in dogs)" in info.value.message
+
+
+def test_train_refuses_a_one_class_folder_in_one_line(tmp_path, capsys):
+    from recipesearch.cli import main
+
+    write_one_class(tmp_path / "data")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"model: {{name: cnn, width: 8}}\ndata: {{name: imagefolder, root: '{tmp_path / 'data'}', "
+                      "image_size: 8}\nmax_duration: 1\ndevice: cpu\n")
+    assert main(["train", str(recipe), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: data.root: imagefolder: ") and "1 class folder" in err
+
+
+def test_two_classes_are_enough(tmp_path):
+    write_imagefolder(tmp_path)
+    assert get_dataset("imagefolder")(DataSpec(name="imagefolder", root=str(tmp_path))).num_classes == 2

@@ -120,10 +120,10 @@ def _ray(cpus: int = 4) -> None:
 @pytest.mark.slow
 def test_a_search_of_two_worker_trials(tmp_path, write_space, ray_env, run_cli, load_run_study):
     """``recipesearch search`` on its own local Ray (2 CPUs here): every trial trains on 2 ranks (one bundle
-    each); the study records it; a sampled batch size the workers cannot share fails its trial alone, in one
-    line."""
+    each); the study records it. (A batch size the workers cannot share is refused when the space loads:
+    tests/space/test_reachable_combinations.py.)"""
     path = write_space(trials=4, concurrency=2, resources={"cpus": 1, "workers": 2},
-                       hparams={"batch_size": {"choices": [64, 33]}}, algorithms={},
+                       hparams={"batch_size": {"choices": [64, 32]}}, algorithms={},
                        sampler={"name": "random", "seed": 1})
     out = tmp_path / "run"
     r = run_cli(["search", str(path), "--out", str(out), "--no-report"], env=ray_env, timeout=240)
@@ -142,11 +142,6 @@ def test_a_search_of_two_worker_trials(tmp_path, write_space, ray_env, run_cli, 
         # one worker, same recipes: 0.24 (budget 0.5) and 0.54 (budget 1); chance is 0.1
         assert (0.15 if t.params["budget"] == 0.5 else 0.4) < a["accuracy"] <= 1
         assert 0 < a["train_seconds"] <= a["wall_seconds"]
-    for t in trials:
-        if t.state.name == "FAIL":
-            assert t.params["batch_size"] == 33, t.user_attrs
-            assert "resources.workers: 2 workers cannot share batch_size 33" in t.user_attrs["error"]
-            assert "\n" not in t.user_attrs["error"]
 
 
 @pytest.mark.ray
