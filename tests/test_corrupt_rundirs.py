@@ -12,10 +12,11 @@ so a resume that gets that far was accepted with the run directory unchanged. Wh
 the table says so (``OK``) and the test checks that the command did its job instead:
 
 - report rebuilds its own outputs (index.html, pareto.csv, recipes/, plots/) from trials.csv, so their loss or
-  damage is repaired; only a directory (or a non-folder where a folder goes) in their place blocks it. A
-  missing run.json (older or hand-made runs) or space.yaml only loses what they record: the report uses its
-  documented defaults. study.db is not read by report or export.
-- export reads trials.csv, run.json and space.yaml only.
+  damage is repaired; only a directory (or a non-folder where a folder goes) in their place blocks it.
+- report and export check trials.csv against study.db first (report/reconcile.py): a trials.csv that is
+  missing, damaged or disagrees with the study is rebuilt from it (``REBUILT``: exit 0, a note, the frontier of
+  the undamaged run, every other input unchanged). A missing run.json: the selection is space.yaml's (a note);
+  a damaged study.db is not used, and trials.csv is trusted.
 - a resume rewrites trials.csv, run.json and the report from the study, so their loss or damage is harmless to
   it, except damage that would lose what it reads (run.json's sessions) or block a write (a directory in a
   file's place); study.db is the study itself: missing or damaged, the resume is refused rather than started
@@ -321,6 +322,7 @@ def new_db(*statements: str) -> Callable[[Path], None]:
 # "|" separates words that must all be there; (words, target): the error names that other path instead.
 
 OK = "ok"
+REBUILT = "rebuilt"  # trials.csv rebuilt from study.db (report/reconcile.py): see the module docstring
 RECIPE, PLOT = "recipes/<first>.yaml", "plots/pareto.svg"
 GENERIC = [("deleted", deleted), ("empty", empty), ("truncated halfway", halfway), ("binary garbage", garbage),
            ("a directory", a_directory), ("a dangling symlink", dangling_link), ("a symlink loop", link_loop)]
@@ -408,7 +410,7 @@ CASES += [  # keys an older run.json lacks, and ones a newer one may add: harmle
 for name, damage in GENERIC:
     words = {"deleted": "no trials.csv", "empty": ": empty file",
              "truncated halfway": "fields where the header has"}.get(name, NOT_TEXT.get(name, ""))
-    CASES.append(("trials.csv", name, damage, words, words, words if name == "a directory" else OK))
+    CASES.append(("trials.csv", name, damage, REBUILT, REBUILT, words if name == "a directory" else OK))
 for name, damage, words in [
     ("no accuracy column", edit_csv(drop_columns("accuracy")), ":1: missing column accuracy "),
     ("no number column", edit_csv(drop_columns("number")), ":1: missing column number "),
@@ -446,9 +448,16 @@ for name, damage, words in [
     ("a Latin-1 byte", edit_bytes(lambda b: b.replace(b"cnn", b"cnn\xe9", 2)),
      ":2: not a readable CSV file: byte 0xe9 is not UTF-8"),
 ]:
-    CASES.append(("trials.csv", name, damage, words, words, OK))
+    CASES.append(("trials.csv", name, damage, REBUILT, REBUILT, OK))
+    del words  # what read_trials says of this damage (tests/test_rundir.py): study.db mends it here
+CASES += [
+    # cut to its header (issue 32: it used to report "0 completed trials" and delete every recipe file)
+    ("trials.csv", "header only", edit_csv(lambda r: r.__delitem__(slice(1, None))), REBUILT, REBUILT, OK),
+    # a baseline row gone (issue 32: pareto.csv was silently rewritten with other speedups)
+    ("trials.csv", "a baseline row deleted", edit_csv(lambda r: r.__delitem__(1)), REBUILT, REBUILT, OK),
+    ("trials.csv", "an accuracy edited", edit_csv(set_cell(2, "val_accuracy", "0.99")), REBUILT, REBUILT, OK),
+]
 CASES += [  # harmless: what a spreadsheet round trip or a careful hand edit leaves
-    ("trials.csv", "header only", edit_csv(lambda r: r.__delitem__(slice(1, None))), OK, "no completed trials", OK),
     ("trials.csv", "a UTF-8 BOM", edit_bytes(lambda b: b"\xef\xbb\xbf" + b), OK, OK, OK),
     ("trials.csv", "CRLF line ends", edit_csv(lambda r: None, terminator="\r\n"), OK, OK, OK),
     ("trials.csv", "rows in another order", edit_csv(lambda r: r.__setitem__(slice(1, None), r[:0:-1])), OK, OK, OK),
@@ -495,14 +504,18 @@ for target in ("recipes", "plots"):
 
 # The run directory itself.
 CASES += [
-    (".", "missing", deleted, "no such run directory", "no such run directory", OK),  # --resume: a new search
+    # --resume on nothing to continue is one line (issue 32: it used to start a new search)
+    (".", "missing", deleted, "no such run directory", "no such run directory", "does not exist: there is no search"),
     (".", "a file", a_file, ": not a directory", ": not a directory", "exists and is not a directory"),
-    (".", "empty", emptied_folder, "no trials.csv", "no trials.csv", OK),  # --resume: a new search
+    (".", "empty", emptied_folder, "no trials.csv", "no trials.csv", "is empty: there is no search to continue"),
     (".", "only space.yaml (killed as it started)",
      lambda p: [_remove(c) for c in p.iterdir() if c.name != "space.yaml"], "no trials.csv", "no trials.csv", OK),
     (".", "no run.json, no trials.csv (killed before its first trial)",
-     lambda p: [_remove(c) for c in p.iterdir() if c.name not in ("space.yaml", "study.db")], "no trials.csv",
-     "no trials.csv", OK),
+     lambda p: [_remove(c) for c in p.iterdir() if c.name not in ("space.yaml", "study.db")], REBUILT, REBUILT, OK),
+    (".", "no run.json, no space.yaml, no study.db", lambda p: [_remove(c) for c in p.iterdir()
+                                                               if c.name in ("space.yaml", "study.db", "run.json")],
+     ("which split the search selected on is unknown", "run.json"),
+     ("which split the search selected on is unknown", "run.json"), "has no space.yaml"),
 ]
 
 COMMANDS = ("report", "export", "resume")
@@ -569,7 +582,7 @@ def test_a_damaged_run_directory(template, tmp_path, capsys, memo, no_ray, comma
     before = snapshot(run)
     code, out, err = run_command(command, run, template, exported, capsys)
 
-    if outcome != OK:
+    if outcome not in (OK, REBUILT):
         words, named = outcome if isinstance(outcome, tuple) else (outcome, None)
         named = resolve(run, named) if named else path
         assert code == 2, f"exit {code}\n{out}{err}"
@@ -582,6 +595,15 @@ def test_a_damaged_run_directory(template, tmp_path, capsys, memo, no_ray, comma
         return
 
     assert "Traceback" not in out + err and "error" not in err, out + err
+    if outcome == REBUILT:
+        assert code == 0 and "note: trials.csv" in out and "from study.db" in out, out + err
+        if command == "export":
+            assert sorted(p.name for p in exported.iterdir()) == template.exported
+        else:
+            assert (run / "pareto.csv").read_bytes() == template.pareto
+        kept = {k: v for k, v in before.items() if k.split("/")[0] not in (*OUTPUTS, ".", "trials.csv")}
+        assert {k: v for k, v in snapshot(run).items() if k in kept} == kept, "changed an input besides trials.csv"
+        return
     if command == "resume":
         assert code == "ray", f"exit {code}\n{out}{err}"  # accepted: it went on to start Ray
         assert snapshot(run) == before

@@ -11,8 +11,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from recipesearch.report import export_recipes
+    from recipesearch.report import export_recipes, load_run
+    from recipesearch.report.reconcile import NOTES_KEY
 
+    # trials.csv checked against study.db first (report/reconcile.py); what that did is said, once
+    for note in load_run(args.run_dir).run_meta.get(NOTES_KEY) or ():
+        print(f"note: {note}")
     paths = export_recipes(args.run_dir, args.to, force=args.force)
     for path in paths:
         print(path)

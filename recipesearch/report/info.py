@@ -180,13 +180,22 @@ def load_run(run_dir: str | Path) -> RunFiles:
     A damaged file is a one-line UserError naming it (rundir/runcheck), never a report computed from
     defaults; trials.csv must hold the metric run.json says the search selected on (and its objectives).
     """
+    from recipesearch.report.reconcile import NOTES_KEY, reconcile_trials, selection_meta
+
     run = RunDir(run_dir)
     meta = run.read_meta(strict=True)
     for folder in user_code_dirs(meta.get("user_code")):  # the frontier's recipes may name the user's code
         add_search_dir(folder)
+    space_text = run.read_space_text(strict=True)
+    # checked before anything is written (report/reconcile.py): the selection split, and trials.csv vs study.db
+    meta, notes = selection_meta(run, meta, space_text)
+    rebuilt, trial_notes = reconcile_trials(run, meta, space_text)
     metric = VAL_ACC if Objectives.from_run_meta(meta).metric_split == "val" else ACC
     required = [metric, *(o for o in meta.get("objectives") or () if o != ACC)]
-    return RunFiles(run.read_trials(required), meta, run.read_space_text(strict=True))
+    trials = run.read_trials(required) if rebuilt is None else normalise_trials(rebuilt)
+    if notes or trial_notes:
+        meta = {**meta, NOTES_KEY: [*notes, *trial_notes]}
+    return RunFiles(trials, meta, space_text)
 
 
 def algorithms_label(algorithms: str, is_baseline: bool = False) -> str:
@@ -582,6 +591,7 @@ def build_info(
     # The header shows it; as a note too, so `recipesearch report` prints it with the other notes.
     warnings.insert(0, selection.text)
     warnings[1:1] = [note for note in (pruning_note(trials), repeats_note(trials)) if note]
+    warnings[1:1] = [str(note) for note in run_meta.get("report_notes") or ()]  # what report/reconcile.py did
     simplified = simplify_note(run_meta)
     if simplified:
         warnings.append(simplified)
