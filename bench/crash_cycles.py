@@ -325,8 +325,11 @@ def run(quick: bool = False, cycles: int | None = None, losses: int | None = Non
     out = Path(tempfile.mkdtemp(prefix="node-loss-")) / "run"
     node_loss = lose_nodes(DIGITS, out, losses or (2 if quick else 3), trials=20 if quick else 30)
     shutil.rmtree(out.parent, ignore_errors=True)
+    from bench.damage_corpus import run_corpus
+
     return {"name": NAME, "quick": quick, "environment": env, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "space": str(DIGITS.relative_to(ROOT)), **result, "checkpointed": checkpointed, "node_loss": node_loss}
+            "space": str(DIGITS.relative_to(ROOT)), **result, "checkpointed": checkpointed, "node_loss": node_loss,
+            "corpus": run_corpus()}
 
 
 def render(result: dict[str, Any]) -> str:
@@ -391,6 +394,10 @@ def render(result: dict[str, Any]) -> str:
             "", f"Reasons recorded: {'; '.join(nl['reasons']) or '–'}.",
             "", f"**{'All goals met.' if nl_ok else 'Goals not met.'}**",
         ]
+    if result.get("corpus"):
+        from bench.damage_corpus import render_corpus
+
+        lines += ["", render_corpus(result["corpus"])]
     return "\n".join(lines)
 
 
