@@ -10,6 +10,8 @@ Like Ray Tune's ``ResultGrid``: one object over what the run directory holds.
 """
 from __future__ import annotations
 
+import numbers
+import os
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -86,6 +88,9 @@ def search(
     ``report_every`` finished trials and at the end. Bad input raises ``recipesearch.errors.UserError``
     before anything is written or started.
     """
+    _check_arguments(space, out, resume=resume, force=force, quiet=quiet, report=report, simplify=simplify,
+                     trials=trials, concurrency=concurrency, report_every=report_every, address=address,
+                     storage=storage, scheduler=scheduler, executor=executor, command=command)
     from recipesearch.plugins import add_search_dir, import_plugins
     from recipesearch.space import SearchSpace, load_space
 
@@ -118,3 +123,39 @@ def _api_command(space: Any, out: str | Path) -> list[str]:
     if "recipesearch" in Path(sys.argv[0]).name or sys.argv[1:2] == ["search"]:
         return list(sys.argv)
     return ["recipesearch.search", str(space.path or space.name), "--out", str(out)]
+
+
+# search's arguments checked for their type at the door: name -> (types, what to say, None allowed)
+_ARGUMENT_TYPES: dict[str, tuple[tuple[type, ...], str, bool]] = {
+    **{flag: ((bool,), "True or False", False) for flag in ("resume", "force", "quiet", "report", "simplify")},
+    **{name: ((numbers.Integral,), "an int", True) for name in ("trials", "concurrency")},
+    "report_every": ((numbers.Integral,), "an int", False),
+    **{name: ((str,), "a str", True) for name in ("address", "storage", "scheduler")},
+    "executor": ((str,), '"ray" or "inprocess"', False),
+}
+
+
+def _check_arguments(space: Any, out: Any, **named: Any) -> None:
+    """``search``'s arguments at the door: a wrong type is a TypeError naming the argument (a string where a
+    flag goes is not taken as True: ``force="no"`` would delete the run directory), an empty ``out`` a
+    UserError; the values themselves are checked where they are used (the space, the run directory, the driver)."""
+    from recipesearch.space import SearchSpace
+
+    if not isinstance(space, (str, os.PathLike, SearchSpace)):
+        raise TypeError(f"space: a search-space YAML path or a SearchSpace (recipesearch.space.load_space), "
+                        f"not {type(space).__name__}")
+    if out is None:
+        raise TypeError("out: a run directory path is required")
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out: a run directory path (str or os.PathLike) is required, not {type(out).__name__}")
+    if not os.fspath(out).strip():
+        raise UserError("out: a run directory path is required, not an empty string")
+    for name, (types, want, optional) in _ARGUMENT_TYPES.items():
+        value = named[name]
+        if optional and value is None:
+            continue
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            raise TypeError(f"{name}: {want}{' or None' if optional else ''}, not {type(value).__name__}")
+    command = named["command"]
+    if command is not None and not (isinstance(command, (list, tuple)) and all(isinstance(c, str) for c in command)):
+        raise TypeError(f"command: a list of str or None, not {type(command).__name__}")

@@ -9,7 +9,8 @@ Adaptations to our data:
 3. googlenet / inception_v3 default to ``aux_logits=False`` (one logits tensor out) and ``init_weights=True``;
    vit_* default to ``image_size`` = the data's (it must be a multiple of the patch size).
 Other models run as torchvision defines them; some need large inputs (alexnet >= 63 px, inception_v3 >= 75 px,
-maxvit_t 224 px).
+maxvit_t 224 px). ``check_forward`` runs a model once on a 2-image batch of the data's shape before training
+(``train/loop.py``), so a model that cannot take the images is a one-line ConfigError naming the size it needs.
 Squeezenet classifies with a conv, not an ``nn.Linear``, so it breaks the model contract and is refused.
 """
 from __future__ import annotations
@@ -64,8 +65,10 @@ def create_torchvision_model(
         # torchvision forwards options to the class constructor: report a misspelt one as a recipe field.
         m = re.search(r"unexpected keyword argument '(\w+)'", str(e))
         if m is None:
-            raise
+            raise _build_error(name, in_channels, kwargs.get("image_size", image_size), e) from None
         raise ConfigError(f"model.{m.group(1)}", f"unknown option for model '{TV_PREFIX}{name}'") from None
+    except Exception as e:  # noqa: BLE001 - torchvision asserts on shapes it cannot take (vit_b_32 on 16 px)
+        raise _build_error(name, in_channels, kwargs.get("image_size", image_size), e) from None
 
     is_resnet = isinstance(model, torchvision.models.ResNet)
     if cifar_stem is None:
@@ -105,3 +108,118 @@ def _adapt_first_conv(model: nn.Module, in_channels: int) -> None:
     parent_name, _, attr = name.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     setattr(parent, attr, new)
+
+
+# (name, classes, channels, data size, batch height, width, options) -> None (it runs) or what is wrong: each
+# model and shape is checked once per process.
+_CHECKED: dict[tuple[Any, ...], str | None] = {}
+# Square sizes tried upwards when a model cannot take the data's size, then bisected to the smallest that runs.
+_PROBE_SIZES = (32, 64, 128, 224, 256, 299, 384, 512)
+
+
+def check_forward(
+    model: nn.Module, name: str, num_classes: int, in_channels: int, image_size: int,
+    options: dict[str, Any] | None = None, *, shape: tuple[int, int] | None = None, field: str = "model.name",
+    cause: str = "",
+) -> None:
+    """Run torchvision model ``name`` (built as ``model``, on the CPU) once on a batch of 2 zero images of
+    ``in_channels`` x ``image_size``² (or ``shape``: the smaller batches a method such as progressive resizing
+    trains on; ``cause`` names it and ``field`` is the field to blame), without gradients and in eval mode, so
+    neither its weights, buffers nor any random generator change. A model that fails, or whose output is not
+    ``[2, num_classes]`` logits, is a ConfigError on ``field`` saying what it needs. Once per process for
+    each model, options and shape."""
+    height, width = shape or (image_size, image_size)
+    key = (name, num_classes, in_channels, image_size, height, width, repr(sorted((options or {}).items())))
+    if key not in _CHECKED:
+        problem = forward_problem(model, num_classes, in_channels, height, width)
+        if problem is not None:
+            problem = _forward_message(model, name, num_classes, in_channels, image_size, problem, shape, cause)
+        _CHECKED[key] = problem
+    if _CHECKED[key] is not None:
+        raise ConfigError(field, _CHECKED[key])
+
+
+def forward_problem(model: nn.Module, num_classes: int, in_channels: int, height: int, width: int,
+                    batch: int = 2) -> str | None:
+    """What goes wrong when ``model`` (eval mode, no gradients) classifies ``batch`` zero images of that shape
+    (``Type: message`` on one line), or None when it returns ``[batch, num_classes]`` logits."""
+    modes = [(m, m.training) for m in model.modules()]
+    param = next(model.parameters(), None)
+    x = torch.zeros(batch, in_channels, height, width, device=param.device if param is not None else None)
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(x)
+    except Exception as e:  # noqa: BLE001 - any failure is the answer
+        return _one_line(e)
+    finally:
+        for module, training in modes:
+            module.training = training
+    if not isinstance(out, torch.Tensor):
+        return f"it returns a {type(out).__name__}, not a tensor of logits [{batch}, {num_classes}]"
+    if tuple(out.shape) != (batch, num_classes):
+        return f"it returns a tensor of shape {list(out.shape)}, not logits [{batch}, {num_classes}]"
+    return None
+
+
+def _forward_message(model: nn.Module, name: str, num_classes: int, in_channels: int, image_size: int,
+                     problem: str, shape: tuple[int, int] | None, cause: str) -> str:
+    tv = f"{TV_PREFIX}{name}"
+    if shape is not None:  # a method's smaller batches
+        return (f"{tv} cannot take the {_px(*shape)} images that {cause} makes of the {image_size} px data "
+                f"({problem}); drop {cause} or use another model")
+    fix = _size_fix(model, num_classes, in_channels, image_size)
+    if fix is None:
+        return (f"{tv} cannot take {in_channels}-channel {image_size} px images ({problem}); use another model "
+                "or other model options")
+    return f"{tv} cannot take {image_size} px images ({problem}); use {fix} or another model"
+
+
+def _size_fix(model: nn.Module, num_classes: int, in_channels: int, image_size: int) -> str | None:
+    """``data.image_size >= N``: the smallest square size above ``image_size`` that ``model`` runs on (the first
+    of ``_PROBE_SIZES`` that runs, then bisection down to the failing size below it; one image a try), when it
+    also runs on N + 1 and on the probe sizes up to 2N; else one size it runs on (maxvit_t: 224 px, not 225);
+    None when none up to 512 px does."""
+    def runs(size: int) -> bool:
+        return forward_problem(model, num_classes, in_channels, size, size, batch=1) is None
+
+    low, found = image_size, None
+    for size in (s for s in _PROBE_SIZES if s > image_size):
+        if runs(size):
+            found = size
+            break
+        low = size
+    if found is None:
+        return None
+    high = found
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if runs(mid) else (mid, high)
+    larger = [high + 1, *(s for s in _PROBE_SIZES if high + 1 < s <= 2 * high)]
+    if all(runs(size) for size in larger):
+        return f"data.image_size >= {high}"
+    return f"data.image_size: {found} (a size it runs on; not every larger one does)"
+
+
+def _build_error(name: str, in_channels: int, image_size: int, exc: Exception) -> ConfigError:
+    """A torchvision constructor that raised: vit_* asserts that the image size is a multiple of its patch."""
+    tv, problem = f"{TV_PREFIX}{name}", _one_line(exc)
+    m = re.fullmatch(r"vit_[a-z]_(\d+)", name)
+    if m and image_size % int(m.group(1)):
+        patch = int(m.group(1))
+        size = -(-image_size // patch) * patch
+        return ConfigError("model.name", f"{tv} cannot take {image_size} px images ({problem}); use a data.image_size "
+                                         f"that is a multiple of {patch} (e.g. {size}) or another model")
+    return ConfigError("model.name", f"{tv} cannot be built for {in_channels}-channel {image_size} px images "
+                                     f"({problem}); check its options (model.*) or use another model")
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or "no message"
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}"
+
+
+def _px(height: int, width: int) -> str:
+    return f"{height} px" if height == width else f"{height}x{width} px"

@@ -21,24 +21,36 @@ def build_report(run_dir: str | Path) -> Path:
 
 def write_report(info: ReportInfo, run_dir: str | Path) -> Path:
     """Render an already computed ``ReportInfo`` into ``run_dir``; returns the path of index.html."""
-    from recipesearch.report.export import pareto_csv_text, unique_recipes, write_recipes
+    from recipesearch.report.export import changed_files, pareto_csv_text, recipe_files, remove_stale_recipes
     from recipesearch.report.html import render_html
-    from recipesearch.report.plots import render_plots, write_plots
-    from recipesearch.rundir import RunDir, write_atomic
+    from recipesearch.report.plots import render_plots
+    from recipesearch.report.writing import write_together
+    from recipesearch.rundir import RunDir
 
-    # Every target checked and everything rendered in memory first: a report that fails leaves the
-    # previous one as it was, never half of a new one.
+    # Every target checked and everything rendered in memory first, then written together (report/writing.py):
+    # a report that fails (a read-only run directory, a full disk) leaves the previous one as it was, never half
+    # of a new one, and is one line naming the path.
     run_dir, out = Path(run_dir), RunDir(run_dir)
-    recipes = [f"recipes/{r.recipe_id}.yaml" for r in unique_recipes(info)]
-    out.check_outputs(["pareto.csv", "index.html", *recipes], ["recipes", "plots"] if recipes else ["plots"])
+    recipes = recipe_files(info, run_dir)
+    out.check_outputs(["pareto.csv", "index.html", *(f"recipes/{p.name}" for p in recipes)],
+                      ["recipes", "plots"] if recipes else ["plots"])
     pareto = pareto_csv_text(info)
     plots = render_plots(info)
     out.check_outputs([f"plots/{name}.{ext}" for name in plots for ext in ("svg", "png")])
     page = render_html(info, plots)
-    write_atomic(run_dir / "pareto.csv", pareto)
-    write_recipes(info, run_dir)
-    write_plots(plots, run_dir)
-    return write_atomic(run_dir / "index.html", page)
+    files: dict[Path, str | bytes] = {run_dir / "pareto.csv": pareto, **changed_files(recipes)}
+    for name, plot in plots.items():
+        files[run_dir / "plots" / f"{name}.svg"] = plot.svg
+        files[run_dir / "plots" / f"{name}.png"] = plot.png
+    files[run_dir / "index.html"] = page  # last: a reader who sees the new page finds its files
+
+    def describe(path: Path, reason: str) -> str:
+        return (f"{path}: cannot write the report ({reason}); {run_dir} was left as it was: make it writable, "
+                f"or copy it elsewhere and run `recipesearch report` on the copy")
+
+    write_together(files, describe)
+    remove_stale_recipes(run_dir, list(recipes))
+    return run_dir / "index.html"
 
 
 def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False) -> list[Path]:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from recipesearch.errors import UserError
 from recipesearch.report.info import RECIPE_MARKER, FrontRecipe, ReportInfo
+from recipesearch.report.writing import read_or_none, write_together
 from recipesearch.rundir import write_atomic
 
 # Leading columns of pareto.csv; the sampled parameters (params_*) follow. One row per frontier point: a
@@ -70,28 +71,47 @@ def _ours(path: Path) -> bool:
         return False
 
 
+def recipe_files(info: ReportInfo, run_dir: str | Path) -> dict[Path, str]:
+    """recipes/<id>.yaml -> its text for each frontier recipe (``unique_recipes``)."""
+    folder = Path(run_dir) / "recipes"
+    return {folder / f"{r.recipe_id}.yaml": r.yaml_text or "" for r in unique_recipes(info)}  # never None there
+
+
+def changed_files(files: dict[Path, str]) -> dict[Path, str]:
+    """Those of ``files`` whose target does not hold that text already (an unchanged file is not rewritten)."""
+    return {path: text for path, text in files.items() if read_or_none(path) != text}
+
+
+def remove_stale_recipes(run_dir: str | Path, keep: list[Path]) -> None:
+    """Remove recipes/*.yaml files this report wrote for trials that left the frontier (not the user's)."""
+    folder = Path(run_dir) / "recipes"
+    if not folder.is_dir():
+        return
+    names = {p.name for p in keep}
+    for stale in folder.glob("*.yaml"):
+        if stale.name not in names and _ours(stale):
+            try:
+                stale.unlink(missing_ok=True)
+            except OSError as exc:
+                raise UserError(f"{stale}: cannot remove this recipe, which left the frontier "
+                                f"({exc.strerror or exc}); delete it by hand") from None
+
+
 def write_recipes(info: ReportInfo, run_dir: str | Path) -> list[Path]:
     """Write recipes/<id>.yaml for the frontier and remove the ones that fell off it (only files we wrote)."""
-    folder = Path(run_dir) / "recipes"
-    recipes = unique_recipes(info)
-    written = []
-    for r in recipes:
-        path = folder / f"{r.recipe_id}.yaml"
-        if not path.is_file() or path.read_text(errors="replace") != r.yaml_text:
-            write_atomic(path, r.yaml_text)
-        written.append(path)
-    if folder.is_dir():
-        keep = {p.name for p in written}
-        for stale in folder.glob("*.yaml"):
-            if stale.name not in keep and _ours(stale):
-                stale.unlink(missing_ok=True)
-    return written
+    files = recipe_files(info, run_dir)
+    for path, text in changed_files(files).items():
+        write_atomic(path, text)
+    remove_stale_recipes(run_dir, list(files))
+    return list(files)
 
 
 def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False) -> list[Path]:
     """Copy the frontier recipes of a run to ``to_dir``; existing different files need ``force``.
 
-    Nothing is written when any target conflicts, so a refused export leaves ``to_dir`` as it was.
+    Nothing is written when any target conflicts, so a refused export leaves ``to_dir`` as it was; the recipes
+    are written together (``report/writing.py``), so one that cannot be written (``--to`` on a read-only mount,
+    ``/proc/x``) is a one-line UserError naming ``--to`` that leaves ``to_dir`` as it was too.
     """
     from recipesearch.report.info import build_info, load_run
 
@@ -103,15 +123,19 @@ def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False)
     to_dir = Path(to_dir)
     if to_dir.exists() and not to_dir.is_dir():
         raise UserError(f"--to: {to_dir} exists and is not a directory")
-    targets = [(to_dir / f"{r.recipe_id}.yaml", r.yaml_text) for r in recipes]
-    blocked = [p for p, _ in targets if p.exists() and not p.is_file()]
+    targets = {to_dir / f"{r.recipe_id}.yaml": r.yaml_text or "" for r in recipes}
+    blocked = [p for p in targets if p.exists() and not p.is_file()]
     if blocked:
         raise UserError(f"--to: {blocked[0]} exists and is not a file")
-    conflicts = [p for p, text in targets if p.is_file() and p.read_text(errors="replace") != text]
+    changed = changed_files(targets)
+    conflicts = [p for p in changed if p.exists()]
     if conflicts and not force:
         more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
         raise UserError(f"--to: {conflicts[0]} exists with different content{more}; pass --force to overwrite")
-    for path, text in targets:
-        if not (path.is_file() and path.read_text(errors="replace") == text):
-            write_atomic(path, text)
-    return [p for p, _ in targets]
+
+    def describe(path: Path, reason: str) -> str:
+        what = "create the folder" if path == to_dir or path in to_dir.parents else "write"
+        return f"--to: cannot {what} {path} ({reason}); nothing was exported: choose a folder you can write to"
+
+    write_together(changed, describe)  # every recipe or none
+    return list(targets)

@@ -35,6 +35,7 @@ from recipesearch.algorithms import Algorithm, build_algorithms
 from recipesearch.data import BatchLoader, DataBundle, eval_batches, load_data
 from recipesearch.data.source import ImageSource
 from recipesearch.models import create_model
+from recipesearch.models.registry import TV_PREFIX
 from recipesearch.recipe import Recipe
 from recipesearch.train import distributed
 from recipesearch.train.events import Event
@@ -196,8 +197,11 @@ class Trainer:
             self.generator.manual_seed(recipe.seed)
         model = create_model(recipe.model.name, num_classes=self.data.num_classes,
                              in_channels=self.data.channels, image_size=self.data.image_size,
-                             **recipe.model.kwargs).to(self.device)
+                             **recipe.model.kwargs)
         self.algorithms: list[Algorithm] = build_algorithms(recipe.algorithms, recipe=recipe)
+        if recipe.model.name.startswith(TV_PREFIX):  # before it moves: the check runs on the CPU
+            check_torchvision_input(model, recipe, self.data, self.algorithms)
+        model = model.to(self.device)
         dtype = _DTYPES[recipe.precision]
         self.state = State(recipe=recipe, model=model, data=self.data, device=self.device,
                            num_classes=self.data.num_classes, loss_fn=soft_cross_entropy, autocast_dtype=dtype)
@@ -478,6 +482,34 @@ class Trainer:
             checkpoints=self.checkpoints, resumes=self.resumes, resume_gap_seconds=self.resume_gap_seconds,
             resumed_at_step=self.resumed_at_step,
         )
+
+
+def check_torchvision_input(model: nn.Module, recipe: Recipe, data: DataBundle, algorithms: list[Algorithm]) -> None:
+    """A ``tv/`` model runs once on a 2-image batch of the data's shape, and of the smallest one that ColOut and
+    progressive resizing shrink the batches to, before anything is timed: one that cannot take them (vit_b_32 or
+    inception_v3 on 16 px images) is a one-line ConfigError naming the size it needs, not a crash at the first
+    step (``models.tv.check_forward``: on the CPU, no gradients, once per process and shape)."""
+    from recipesearch.algorithms.colout import ColOut
+    from recipesearch.algorithms.progressive_resizing import ProgressiveResizing, scaled_size
+    from recipesearch.models.tv import check_forward
+
+    args = (model, recipe.model.name[len(TV_PREFIX):], data.num_classes, data.channels, data.image_size,
+            recipe.model.kwargs)
+    check_forward(*args)
+    height = width = data.image_size
+    shrinking = []
+    for algorithm in algorithms:  # in their run order: ColOut (35) before progressive resizing (40)
+        p = algorithm.params
+        if isinstance(algorithm, ColOut):
+            height, width = max(1, math.ceil((1 - p.p_row) * height)), max(1, math.ceil((1 - p.p_col) * width))
+        elif isinstance(algorithm, ProgressiveResizing):
+            scale = p.initial_scale  # the smallest: the schedule grows from it to 1
+            height, width = scaled_size(height, scale, p.size_increment), scaled_size(width, scale, p.size_increment)
+        else:
+            continue
+        shrinking.append(algorithm.name)
+    if (height, width) != (data.image_size, data.image_size):
+        check_forward(*args, shape=(height, width), field=f"algorithms.{shrinking[-1]}", cause=" and ".join(shrinking))
 
 
 def fit(recipe: Recipe, data: DataBundle | None = None, **kwargs: Any) -> TrainResult:
