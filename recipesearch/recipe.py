@@ -293,6 +293,10 @@ def check_recipe(recipe: Recipe) -> None:
         from recipesearch.data.user import check_loader_options
 
         check_loader_options(recipe.data)
+    for key in ("num_classes", "in_channels", "image_size"):
+        if key in recipe.model.kwargs:
+            raise ConfigError(f"model.{key}", "is set from the data, not the recipe's model section"
+                                              + ("; use data.image_size" if key == "image_size" else ""))
     # Building on the meta device checks the name and every option without allocating weights.
     with torch.device("meta"):
         create_model(recipe.model.name, num_classes=10, in_channels=3, image_size=32, **recipe.model.kwargs)

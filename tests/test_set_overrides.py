@@ -137,3 +137,12 @@ def test_train_refuses_a_contradiction_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: --set: algorithms.label_smoothing.smoothing: ")
     assert not out.exists()
+
+
+def test_a_data_argument_in_the_model_section_is_one_line(tiny_recipe):
+    # was a TypeError from create_model ("got multiple values for keyword argument 'image_size'")
+    from recipesearch.errors import ConfigError
+
+    recipe = tiny_recipe()
+    with pytest.raises(ConfigError, match="model.image_size: is set from the data"):
+        recipe.with_overrides({"model.image_size": 32})
