@@ -116,14 +116,17 @@ class RunDir:
         return f"sqlite:///{self.study_db.resolve()}"
 
     # -- opening for a search: every refusal comes before anything is written
-    def check(self, space: SearchSpace, resume: bool, force: bool) -> bool:
+    def check(self, space: SearchSpace, resume: bool, force: bool, made_now: bool = False) -> bool:
         """Check the directory against the flags without writing anything; True when resuming.
 
         A non-empty directory is only reused with ``--resume`` (same space) or wiped with ``--force``.
+        ``made_now``: the driver made the folder a moment ago (to lock it), after ``check`` found none: what
+        is in it since is a watcher's (optuna-dashboard or a script opening study.db), not a search's.
         """
         root = self.root
         check_out_dir(root)
-        non_empty = root.is_dir() and any(p.name != LOCK_NAME for p in root.iterdir())  # the driver's own lock
+        non_empty = (root.is_dir() and not made_now
+                     and any(p.name != LOCK_NAME for p in root.iterdir()))  # the driver's own lock left out
         if resume and not non_empty:  # a typo'd --out, or a search that never started: nothing to continue
             state = "is empty" if root.is_dir() else "does not exist"
             raise UserError(f"--resume: {root} {state}: there is no search to continue; start it without --resume")
@@ -180,9 +183,9 @@ class RunDir:
             if problem:
                 raise UserError(f"{self.root / name}: {problem}")
 
-    def prepare(self, space: SearchSpace, resume: bool, force: bool) -> bool:
+    def prepare(self, space: SearchSpace, resume: bool, force: bool, made_now: bool = False) -> bool:
         """``check``, then make the directory: wiped with --force, space.yaml written when fresh."""
-        resuming = self.check(space, resume, force)
+        resuming = self.check(space, resume, force, made_now)
         if not resuming and force and self.root.is_dir():
             for child in self.root.iterdir():  # all but the lock this driver holds (deleting it would free it)
                 if child.name == LOCK_NAME:

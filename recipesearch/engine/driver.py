@@ -156,7 +156,7 @@ class SearchDriver:
         self.run_lock = lock_run_dir(run.root)
         try:
             # 1) everything that can refuse, before anything is written: flags vs run dir, storage, Ray
-            will_resume = run.check(space, opts.resume, opts.force)
+            will_resume = run.check(space, opts.resume, opts.force, made_now=new_dir)
             if will_resume:
                 _check_resume_storage(run, opts.storage)
             storage = st.make_storage(opts.storage) if opts.storage else None
@@ -186,7 +186,7 @@ class SearchDriver:
                                                    self.trial_resources.workers)
                 shipping.check_nodes(self.shipment)  # the user code loads on every node, or one line now
             # 2) the run dir and the study
-            resuming = run.prepare(space, opts.resume, opts.force)
+            resuming = run.prepare(space, opts.resume, opts.force, made_now=new_dir)
             self.run_lock.publish(opts.command)  # who drives it, for a second command's refusal
             url = opts.storage or run.default_storage()
             storage = storage or st.make_storage(url)

@@ -143,12 +143,12 @@ def test_ray_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, write_spac
     proc.wait(timeout=30)
     cut = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
     assert cut == [0]
+    # (another test's search starting a local Ray beside this one may stop them first: tests/engine/
+    # test_ray_orphans.py checks the stopping itself)
     left = [pid for pid, mark in ray_orphans.orphans().items() if mark.startswith(f"{proc.pid}:")]
-    assert left, "the killed driver's local Ray left no process behind: nothing to clean up here"
 
     r = subprocess.run([*cmd, "--resume"], cwd=tmp_path, env=ray_env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "process(es) of a local Ray whose search was killed" in r.stdout
     assert not [pid for pid in left if Path(f"/proc/{pid}").exists() and
                 ray_orphans._mark_of(Path(f"/proc/{pid}")) is not None]  # the killed driver's Ray is gone
     trials = load_run_study(out).get_trials()

@@ -241,8 +241,9 @@ def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, ray_e
 @pytest.mark.slow
 def test_one_search_drives_a_study_at_a_time(pg, tmp_path, write_space, capsys):
     """While a search runs in another process (held still with SIGSTOP, so that it surely still runs), three
-    others on its study are refused: a second driver of its run directory (--resume), a new search of the
-    same study from another run directory, and the same with --force. Then it finishes untouched."""
+    others on its study are refused: a second driver of its run directory (--resume: its run directory's lock
+    refuses it), a new search of the same study from another run directory, and the same with --force (the
+    study's lock). Then it finishes untouched."""
     from recipesearch.engine import study as st
 
     url = pg.create_database("shared")
@@ -253,7 +254,12 @@ def test_one_search_drives_a_study_at_a_time(pg, tmp_path, write_space, capsys):
         _wait_completed(first, out_a, 1, log)
         first.send_signal(signal.SIGSTOP)
         try:
-            for args in ([str(out_a), "--resume"], [str(out_b)], [str(out_b), "--force"]):
+            # its own run directory: refused by the run directory's lock first (runlock), naming the holder
+            code, text = _call(capsys, "search", str(space), "--out", str(out_a), "--resume", "--storage", url,
+                               "--quiet")
+            _one_line_refusal(code, text, f"another recipesearch is driving the run directory {out_a}",
+                              f"pid {first.pid}")
+            for args in ([str(out_b)], [str(out_b), "--force"]):
                 code, text = _call(capsys, "search", str(space), "--out", *args, "--storage", url, "--quiet")
                 _one_line_refusal(code, text, "another search is running the study 'tiny'", f"{USER}:***@")
         finally:
