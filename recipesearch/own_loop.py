@@ -45,6 +45,8 @@ Where a method needs what a hand-written loop does not have, it is handled here,
 
 Not here: data-parallel training, checkpoints and resuming, rungs, the NaN-loss check and the timing of
 ``recipesearch train``; the loop's batches, augmentation (crop, flip), evaluation and seeding are its own.
+So the methods that change the trainer's loader (alternating_flip, translate) only warn (``RecipeRun.warnings``);
+``recipesearch.functional`` has their batch functions for the loop to call.
 """
 from __future__ import annotations
 
@@ -136,6 +138,11 @@ class RecipeRun:
                  steps_per_epoch: int | None):
         self.state, self.algorithms = state, algorithms
         self.warnings = interaction_warnings([a.name for a in algorithms])
+        in_loader = [a.name for a in algorithms if getattr(a, "augments_in_loader", False)]
+        if in_loader:  # they set the augmentation of recipesearch's own loader (data/loader.py), which this loop lacks
+            self.warnings.append(f"{', '.join(in_loader)} augment(s) recipesearch's own batch loader and do nothing "
+                                 "here: augment the loop's batches with recipesearch.functional "
+                                 "(alternating_flip_batch, translate_batch)")
         self._by_event = {ev: [a for a in algorithms if ev in a.events] for ev in Event}
         self._started = self._ended = self._backward_fired = self._stepped = False
         params_before = list(state.model.parameters())  # held, so ids stay unique while surgery runs

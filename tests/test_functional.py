@@ -31,14 +31,16 @@ PUBLIC = sorted(DEFINED)
 
 # Built-in method -> its public functions here. A new method module fails the last test until it is listed.
 METHOD_FUNCTIONS: dict[str, list[str]] = {
+    "alternating_flip": ["alternating_flip_batch", "first_epoch_flips"],
     "bce_loss": ["bce_loss", "init_classifier_bias"],
     "blurpool": ["apply_blurpool"],
+    "bn_bias_lr": ["scale_bn_bias_grads"],
     "channels_last": ["apply_channels_last"],
     "colout": ["colout_batch"],
     "cutmix": ["cutmix_batch"],
     "cutout": ["cutout_batch"],
     "ema": ["ema_update", "ema_smoothing"],
-    "flip_tta": ["flip_tta_logits"],
+    "flip_tta": ["flip_tta_logits", "flip_translate_tta_logits"],
     "ghost_batchnorm": ["apply_ghost_batchnorm"],
     "gradient_clipping": ["clip_gradients"],
     "label_smoothing": ["smooth_labels"],
@@ -55,6 +57,7 @@ METHOD_FUNCTIONS: dict[str, list[str]] = {
     "stochastic_depth": ["apply_stochastic_depth"],
     "swa": ["recompute_bn"],
     "torch_compile": ["apply_torch_compile"],
+    "translate": ["translate_batch"],
     "trivialaugment": ["trivialaugment_batch"],
 }
 

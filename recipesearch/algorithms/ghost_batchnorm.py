@@ -41,6 +41,8 @@ class GhostBatchNorm2d(nn.BatchNorm2d):
         ghost = cls(bn.num_features, ghost_batch_size, eps=bn.eps, momentum=bn.momentum, affine=bn.affine,
                     track_running_stats=bn.track_running_stats, device=_device_of(bn))
         ghost.load_state_dict(bn.state_dict())
+        for name, param in ghost.named_parameters():  # a frozen scale stays frozen (airbench94's BatchNorm)
+            param.requires_grad_(getattr(bn, name).requires_grad)
         ghost.train(bn.training)
         return ghost
 

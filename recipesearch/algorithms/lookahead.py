@@ -12,7 +12,9 @@ trained network); airbench94.py (KellerJordan/cifar10-airbench) turned it into L
 state dict, BN statistics included). Its defaults differ from the paper's, which are ours:
 - every 5 steps (``every_n_steps``: the same k) from epoch 3 of 9.9 (``start`` ~0.3; ours 0: from the start);
 - alpha = 1 - 0.95**5 * progress**3, rising strength of the average: ~1 (no pull) early, 0.23 at the end;
-  ours is the paper's constant 0.5 (Zhang et al. use alpha 0.5, k 5 on CIFAR);
+  ours is the paper's constant 0.5 (Zhang et al. use alpha 0.5, k 5 on CIFAR), or airbench94's with
+  ``alpha_schedule: cubic`` (1 - (1 - alpha) * progress**3, progress = steps taken / all steps) and
+  ``alpha: 0.2262`` (= 1 - 0.95**5);
 - BN buffers averaged like weights (``sync_buffers``: ours too; the paper does not say);
 - at each epoch end airbench copies the slow weights back without a pull, discarding the < k fast steps
   since the last sync; ours pulls once more at FIT_END instead, so no training step is wasted.
@@ -20,7 +22,7 @@ state dict, BN statistics included). Its defaults differ from the paper's, which
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,6 +56,8 @@ class LookaheadParams(BaseModel):
     k: int = Field(5, ge=1, description="fast steps between syncs (paper and airbench94.py: 5)")
     alpha: float = Field(0.5, gt=0, le=1, description="slow step toward the fast weights (paper: 0.5; 1 = off)")
     start: float = Field(0.0, ge=0, lt=1, description="fraction of training before the first sync (airbench ~0.3)")
+    alpha_schedule: Literal["constant", "cubic"] = Field(
+        "constant", description="cubic: the pull is 1 - (1 - alpha) * progress**3, alpha at the end (airbench94)")
     sync_buffers: bool = Field(True, description="average BN statistics too (airbench94.py's LookaheadState)")
 
 
@@ -90,5 +94,11 @@ class Lookahead(Algorithm):
         elif self.slow is None:  # AFTER_STEP at start_step > 0: the slow weights start where training is
             self.slow = [t.detach().clone() for t in fast]
         elif event is Event.AFTER_STEP or state.step != self.last_sync:
-            lookahead_sync(self.slow, fast, self.params.alpha)
+            lookahead_sync(self.slow, fast, self.alpha_at(state.step / max(1, state.total_steps)))
             self.last_sync = state.step
+
+    def alpha_at(self, progress: float) -> float:
+        """The pull toward the fast weights of a sync at ``progress`` (0 -> 1) of training."""
+        if self.params.alpha_schedule == "constant":
+            return self.params.alpha
+        return 1 - (1 - self.params.alpha) * min(1.0, progress) ** 3

@@ -23,17 +23,20 @@ from __future__ import annotations
 
 from recipesearch.functional.averaging import ema_smoothing, ema_update, lookahead_sync, recompute_bn
 from recipesearch.functional.batches import (
+    alternating_flip_batch,
     colout_batch,
     cutmix_batch,
     cutout_batch,
+    first_epoch_flips,
     mixup_batch,
     progressive_resize,
     randaugment_batch,
     resize_batch,
     select_using_loss,
+    translate_batch,
     trivialaugment_batch,
 )
-from recipesearch.functional.evaluation import autocast_dtype, flip_tta_logits
+from recipesearch.functional.evaluation import autocast_dtype, flip_translate_tta_logits, flip_tta_logits
 from recipesearch.functional.losses import bce_loss, init_classifier_bias, smooth_labels
 from recipesearch.functional.model_surgery import (
     apply_blurpool,
@@ -51,9 +54,11 @@ from recipesearch.functional.optimization import (
     freeze_layers,
     sam_perturb,
     sam_restore,
+    scale_bn_bias_grads,
 )
 
 __all__ = [
+    "alternating_flip_batch",
     "apply_blurpool",
     "apply_channels_last",
     "apply_ghost_batchnorm",
@@ -69,6 +74,8 @@ __all__ = [
     "cutout_batch",
     "ema_smoothing",
     "ema_update",
+    "first_epoch_flips",
+    "flip_translate_tta_logits",
     "flip_tta_logits",
     "freeze_fraction",
     "freeze_layers",
@@ -81,8 +88,10 @@ __all__ = [
     "resize_batch",
     "sam_perturb",
     "sam_restore",
+    "scale_bn_bias_grads",
     "select_using_loss",
     "smooth_labels",
+    "translate_batch",
     "trivialaugment_batch",
     "whitening_filters",
 ]

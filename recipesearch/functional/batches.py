@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from recipesearch.algorithms import alternating_flip as _alternating_flip
 from recipesearch.algorithms import colout as _colout
 from recipesearch.algorithms import cutmix as _cutmix
 from recipesearch.algorithms import cutout as _cutout
@@ -16,18 +17,22 @@ from recipesearch.algorithms import mixup as _mixup
 from recipesearch.algorithms import progressive_resizing as _resizing
 from recipesearch.algorithms import randaugment as _randaugment
 from recipesearch.algorithms import selective_backprop as _selective
+from recipesearch.algorithms import translate as _translate
 from recipesearch.algorithms import trivialaugment as _trivial
 from recipesearch.algorithms._augment_ops import RANDAUGMENT_SPACE, WIDE_SPACE
 
 __all__ = [
+    "alternating_flip_batch",
     "colout_batch",
     "cutmix_batch",
     "cutout_batch",
+    "first_epoch_flips",
     "mixup_batch",
     "progressive_resize",
     "randaugment_batch",
     "resize_batch",
     "select_using_loss",
+    "translate_batch",
     "trivialaugment_batch",
 ]
 
@@ -94,6 +99,70 @@ def cutout_batch(x: Tensor, length_fraction: float = 0.5, generator: torch.Gener
         (torch.Size([2, 1, 8, 8]), True, True)
     """
     return _cutout.cutout_batch(x, length_fraction, generator)
+
+
+def first_epoch_flips(num_images: int, seed: int) -> Tensor:
+    """Alternating flip (Jordan 2024, airbench94): which training images epoch 0 mirrors, a random half.
+
+    Drawn from ``seed`` alone, so every data-parallel rank draws the same; give it to
+    ``alternating_flip_batch``.
+
+    Args:
+        num_images: the training images, N.
+        seed: the run's seed.
+
+    Example:
+        >>> flips = first_epoch_flips(1000, seed=0)
+        >>> flips.dtype, flips.shape, 400 < int(flips.sum()) < 600
+        (torch.bool, torch.Size([1000]), True)
+    """
+    return _alternating_flip.first_epoch_flips(num_images, seed)
+
+
+def alternating_flip_batch(x: Tensor, rows: Tensor, epoch: int, first_epoch_flips: Tensor) -> Tensor:
+    """Alternating flip (Jordan 2024, airbench94): mirror the images epoch ``epoch`` mirrors, in place of a random flip.
+
+    Epoch 0 mirrors the images ``first_epoch_flips`` names, odd epochs the others, even epochs those again:
+    each image is seen both ways in any two consecutive epochs.
+
+    Args:
+        x: the batch ``[B, C, H, W]``, not flipped yet.
+        rows: the batch's rows of the training set ``[B]`` (indices into ``first_epoch_flips``).
+        epoch: the epoch, counted from 0.
+        first_epoch_flips: bool ``[N]`` from ``first_epoch_flips``.
+
+    Example:
+        >>> x = torch.arange(4.0).view(1, 1, 1, 4).repeat(2, 1, 1, 1)
+        >>> flips = torch.tensor([True, False])
+        >>> alternating_flip_batch(x, torch.tensor([0, 1]), 0, flips)[:, 0, 0]
+        tensor([[3., 2., 1., 0.],
+                [0., 1., 2., 3.]])
+        >>> alternating_flip_batch(x, torch.tensor([0, 1]), 1, flips)[:, 0, 0]
+        tensor([[0., 1., 2., 3.],
+                [3., 2., 1., 0.]])
+    """
+    return _alternating_flip.alternating_flip_batch(x, rows, epoch, first_epoch_flips)
+
+
+def translate_batch(x: Tensor, pixels: int = 2, padding_mode: str = "reflect",
+                    generator: torch.Generator | None = None) -> Tensor:
+    """Translate (Jordan 2024, airbench94): shift each image by up to ``pixels`` px each way, borders reflected.
+
+    A random crop of the image padded by ``pixels``; use it instead of the usual zero-padded crop.
+
+    Args:
+        x: the batch ``[B, C, H, W]`` (uint8 or float).
+        pixels: the largest shift in each direction (airbench94: 2); less than H and W.
+        padding_mode: ``"reflect"`` (airbench94) or ``"zeros"`` (the usual random crop).
+        generator: random source (the global torch RNG when None).
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> out = translate_batch(torch.rand(4, 3, 8, 8), 2, generator=g)
+        >>> out.shape
+        torch.Size([4, 3, 8, 8])
+    """
+    return _translate.random_translate(x, pixels, generator, padding_mode)  # type: ignore[arg-type]
 
 
 def colout_batch(x: Tensor, p_row: float = 0.15, p_col: float = 0.15,

@@ -1,4 +1,4 @@
-"""Evaluation and precision: flip test-time augmentation, and the autocast dtype of mixed precision."""
+"""Evaluation and precision: flip (and translate) test-time augmentation, and the autocast dtype of mixed precision."""
 from __future__ import annotations
 
 import torch
@@ -10,6 +10,7 @@ from recipesearch.algorithms import mixed_precision as _precision
 __all__ = [
     "autocast_dtype",
     "flip_tta_logits",
+    "flip_translate_tta_logits",
 ]
 
 
@@ -29,6 +30,26 @@ def flip_tta_logits(model: nn.Module, x: Tensor) -> Tensor:
         torch.Size([3, 2])
     """
     return _flip_tta.flip_tta_logits(model, x)
+
+
+def flip_translate_tta_logits(model: nn.Module, x: Tensor, pixels: int = 1) -> Tensor:
+    """airbench94's test-time augmentation (its tta_level 2; Jordan 2024): mirror pairs of ``x`` and of 1-px shifts.
+
+    1/2 of ``flip_tta_logits(model, x)``, 1/4 of it for ``x`` shifted ``pixels`` down and right and 1/4 for
+    ``x`` shifted ``pixels`` up and left (borders reflected): six forward passes.
+
+    Args:
+        model: the network, in eval mode.
+        x: the batch ``[B, C, H, W]``.
+        pixels: the diagonal shift (airbench94: 1); 0 is ``flip_tta_logits``.
+
+    Example:
+        >>> from torch import nn
+        >>> model = nn.Sequential(nn.Flatten(), nn.Linear(16, 2))
+        >>> flip_translate_tta_logits(model, torch.rand(3, 1, 4, 4)).shape
+        torch.Size([3, 2])
+    """
+    return _flip_tta.flip_translate_tta_logits(model, x, pixels)
 
 
 def autocast_dtype(name: str) -> torch.dtype:

@@ -1,4 +1,4 @@
-"""Gradients and the optimizer step: SAM's perturbation, gradient clipping, layer freezing."""
+"""Gradients and the optimizer step: SAM's perturbation, gradient clipping, layer freezing, BN biases' LR."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -6,6 +6,7 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor, nn
 
+from recipesearch.algorithms import bn_bias_lr as _bn_bias_lr
 from recipesearch.algorithms import gradient_clipping as _clipping
 from recipesearch.algorithms import layer_freezing as _freezing
 from recipesearch.algorithms import sam as _sam
@@ -16,6 +17,7 @@ __all__ = [
     "freeze_layers",
     "sam_perturb",
     "sam_restore",
+    "scale_bn_bias_grads",
 ]
 
 
@@ -109,3 +111,25 @@ def freeze_layers(model: nn.Module, optimizer: torch.optim.Optimizer | None, fra
         (2, [False, False, True])
     """
     return _freezing.freeze_layers(model, optimizer, fraction)
+
+
+def scale_bn_bias_grads(model: nn.Module, scale: float = 64.0) -> int:
+    """airbench94's BN-bias LR (Jordan 2024): multiply the gradients of every BatchNorm bias by ``scale``.
+
+    Call it between backward and an SGD step: the step of those biases is then that of an LR ``scale``
+    times larger (SGD's momentum and step are linear in the gradient; Adam would divide it away).
+    Returns how many biases had a gradient.
+
+    Args:
+        model: the network.
+        scale: the BN biases' LR over the other parameters' (airbench94: 64).
+
+    Example:
+        >>> from torch import nn
+        >>> model = nn.Sequential(nn.Conv2d(1, 2, 1), nn.BatchNorm2d(2))
+        >>> model(torch.rand(4, 1, 3, 3)).sum().backward()
+        >>> before = model[1].bias.grad.clone()
+        >>> scale_bn_bias_grads(model, 64.0), torch.allclose(model[1].bias.grad, 64 * before)
+        (1, True)
+    """
+    return _bn_bias_lr.scale_gradients(_bn_bias_lr.bn_biases(model), scale)

@@ -5,7 +5,7 @@ Own models register themselves on import below; torchvision models are ``tv/<nam
 from __future__ import annotations
 
 # Imported for their @register_model side effect.
-from recipesearch.models import cifar_resnet, cnn, resnet9  # noqa: F401
+from recipesearch.models import airbench94, cifar_resnet, cnn, resnet9  # noqa: F401
 from recipesearch.models.blocks import ResidualBlock, basic_block, conv_bn, conv_bn_relu
 from recipesearch.models.registry import ModelInfo, create_model, list_models, model_info, register_model
 

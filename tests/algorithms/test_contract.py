@@ -38,6 +38,7 @@ CONTRACT_PARAMS: dict[str, dict[str, Any]] = {
     # the eager backend still runs TorchDynamo's graph capture.
     "torch_compile": {"backend": "eager"},
     "flip_tta": {"force": True},  # digits refuses a flip (it changes the label); the mechanics still run
+    "alternating_flip": {"force": True},  # likewise
 }
 # Every method is bit-reproducible on CPU (measured, bf16 autocast and torch.compile included). A method
 # that cannot be must get an entry in a table of reasons here, checked like CONTRACT_PARAMS, not a skip.

@@ -1,4 +1,5 @@
-"""Flip TTA: evaluation is the mean of two hand-computed logits, training is untouched, digits is refused.
+"""Flip TTA: evaluation is the mean of two hand-computed logits (six with translate: airbench94's level 2),
+training is untouched, digits is refused.
 
 Digits refuses the method (a mirrored 2 is not a 2; forced, the digits recipe fell from 98.6 % to 84.4 %
 test accuracy), so the accuracy check runs on a Fashion-MNIST subset where the data is installed.
@@ -13,7 +14,7 @@ import torch
 from torch import nn
 
 from recipesearch.algorithms.ema import EMA
-from recipesearch.algorithms.flip_tta import FlipTTAModel, flip_tta_logits
+from recipesearch.algorithms.flip_tta import FlipTTAModel, flip_translate_tta_logits, flip_tta_logits, shifted
 from recipesearch.data import DataSpec, ImageTensors, load_data, normalize
 from recipesearch.errors import ConfigError, DataNotFoundError
 from recipesearch.train.loop import Trainer, evaluate
@@ -31,6 +32,59 @@ def test_logits_are_the_mean_of_the_image_and_its_mirror():
     torch.testing.assert_close(flip_tta_logits(model, x), expected)
     torch.testing.assert_close(FlipTTAModel(model)(x), expected)
     assert not torch.allclose(expected, model(x))  # the net is not mirror-symmetric: TTA changed something
+
+
+def _reflect_index(i: int, n: int) -> int:
+    # reflection at the border without repeating the edge pixel: -1 -> 1, n -> n - 2
+    return -i if i < 0 else 2 * (n - 1) - i if i >= n else i
+
+
+def _shifted_by_hand(x: torch.Tensor, dy: int, dx: int) -> torch.Tensor:
+    h, w = x.shape[-2:]
+    rows = [_reflect_index(i - dy, h) for i in range(h)]
+    cols = [_reflect_index(j - dx, w) for j in range(w)]
+    return x[..., rows, :][..., cols]
+
+
+def test_shifts_move_the_image_and_reflect_the_border():
+    x = torch.arange(20.0).view(1, 1, 4, 5)
+    down_right = shifted(x, 1, 1)
+    assert torch.equal(down_right[..., 1:, 1:], x[..., :-1, :-1])  # pixel (i, j) <- (i - 1, j - 1)
+    assert torch.equal(down_right[..., 0, 1:], x[..., 1, :-1])  # the top row shows row 1 again
+    for dy, dx in ((1, 1), (-1, -1), (2, -1), (0, 0)):
+        assert torch.equal(shifted(x, dy, dx), _shifted_by_hand(x, dy, dx))
+
+
+def test_level_2_is_half_the_mirror_pair_and_a_quarter_each_of_the_shifted_pairs():
+    model, x = _net(), torch.randn(4, 3, 8, 8)
+
+    def pair(v: torch.Tensor) -> torch.Tensor:
+        return (model(v) + model(v[..., torch.arange(7, -1, -1)])) / 2
+
+    expected = (0.5 * pair(x) + 0.25 * pair(_shifted_by_hand(x, 1, 1))
+                + 0.25 * pair(_shifted_by_hand(x, -1, -1)))
+    torch.testing.assert_close(flip_translate_tta_logits(model, x, 1), expected)
+    torch.testing.assert_close(FlipTTAModel(model, translate=1)(x), expected)
+    torch.testing.assert_close(flip_translate_tta_logits(model, x, 0), flip_tta_logits(model, x))
+    assert not torch.allclose(expected, pair(x))  # the shifted views changed something
+
+
+def test_translate_in_a_run_and_its_refusal(tiny_recipe):
+    data = _flippable_digits()
+    trainer = Trainer(tiny_recipe({"flip_tta": {"translate": 1}}, max_duration=0.5), data=data)
+    result = trainer.fit()
+    assert isinstance(trainer.state.eval_model, FlipTTAModel) and trainer.state.eval_model.translate == 1
+    model = trainer.state.model.eval()
+    x = normalize(data.test.images, data.mean, data.std)
+    with torch.no_grad():
+        by_hand = flip_translate_tta_logits(model, x, 1).argmax(1)
+    assert result.accuracy == pytest.approx((by_hand == data.test.labels).float().mean().item(), abs=1.5 / len(x))
+    with pytest.raises(ConfigError) as info:
+        Trainer(tiny_recipe({"flip_tta": {"translate": 8}}, model={"name": "cnn", "width": 8},
+                            data={"image_size": 8}), data=dataclasses.replace(load_data(DataSpec(name="digits",
+                                                                                                 image_size=8)),
+                                                                              hflip=True))
+    assert info.value.field == "algorithms.flip_tta.translate"
 
 
 def test_refused_where_a_flip_changes_the_label(tiny_recipe):

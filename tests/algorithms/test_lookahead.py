@@ -101,6 +101,19 @@ def test_start_delays_the_first_sync_and_seeds_slow_there():
     assert model.weight.item() == pytest.approx(6.5)
 
 
+def test_cubic_schedule_pulls_harder_as_training_ends():
+    # airbench94: the pull is 1 - 0.95**5 * progress**3 (no pull at the start, 1 - 0.95**5 at the end).
+    algo = Lookahead(k=2, alpha=1 - 0.95**5, alpha_schedule="cubic", sync_buffers=False)
+    assert [algo.alpha_at(p) for p in (0.0, 0.5, 1.0)] == pytest.approx([1.0, 1 - 0.95**5 / 8, 1 - 0.95**5])
+    pulls = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("recipesearch.algorithms.lookahead.lookahead_sync", lambda s, f, alpha: pulls.append(alpha))
+        _drive(algo, total_steps=8, fast_value=float)
+    # syncs at steps 2, 4, 6 and 8 of 8; no extra sync at FIT_END (the run ends on one)
+    assert pulls == pytest.approx([1 - 0.95**5 * (s / 8) ** 3 for s in (2, 4, 6, 8)])
+    assert Lookahead(alpha=0.5).alpha_at(0.9) == 0.5  # constant: the paper's
+
+
 def test_trainer_evaluates_the_slow_weights(tiny_recipe):
     trainer = Trainer(tiny_recipe({"lookahead": {"k": 4}}))  # 44 steps: 11 syncs
     result = trainer.fit()

@@ -68,3 +68,16 @@ def test_normalize_matches_reference():
     assert out.dtype == torch.float32
     torch.testing.assert_close(out.double(), ref, rtol=0, atol=1e-5)
     torch.testing.assert_close(normalize(x.float(), mean, std, normalize_params(mean, std)), out)
+
+
+def test_reflect_padding_mirrors_the_border_without_repeating_the_edge():
+    from recipesearch.data.augment import pad
+
+    x = torch.tensor([[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]]], dtype=torch.uint8)
+    out = pad(x, 1, "reflect")
+    assert out[0, 0, 0].tolist() == [5, 4, 5, 6, 5] and out[0, 0, :, 0].tolist() == [5, 2, 5, 8, 5]
+    assert torch.equal(pad(x, 1, "zeros"), F.pad(x, (1, 1, 1, 1)))
+    with pytest.raises(ValueError, match="larger"):
+        pad(x, 3, "reflect")
+    with pytest.raises(ValueError, match="zeros or reflect"):
+        pad(x, 1, "circular")  # type: ignore[arg-type]

@@ -100,3 +100,44 @@ def test_cuda_data_with_cpu_or_cuda_generator(generator_device):
     batches = list(loader)
     assert all(x.is_cuda and y.is_cuda for x, y in batches)
     assert sorted(torch.cat([y for _, y in batches]).tolist()) == list(range(50))
+
+
+def _configured(seed: int = 4) -> BatchLoader:
+    """A loader whose augmentation a method changed after it was built (translate, alternating flip)."""
+    g = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (40, 1, 6, 6), generator=g, dtype=torch.uint8)
+    loader = BatchLoader(images, torch.arange(40), 8, MEAN, STD, crop_padding=1,
+                         generator=torch.Generator().manual_seed(seed))
+    loader.crop_padding, loader.padding_mode = 2, "reflect"
+    loader.first_epoch_flips = torch.rand(40, generator=g) < 0.5
+    return loader
+
+
+def test_position_carries_the_augmentation_and_the_epoch_to_a_fresh_loader():
+    # A checkpoint's fresh loader is built from the recipe; what a method set at FIT_START comes from position().
+    uncut = _configured()
+    list(uncut)  # epoch 0
+    batches = iter(uncut)  # epoch 1: the odd epoch mirrors the complement of epoch 0's images
+    next(batches), next(batches)
+    position = uncut.position()
+    assert position["epoch"] == 1 and position["augmentation"]["padding_mode"] == "reflect"
+    rest = list(batches) + list(uncut)  # the rest of epoch 1, then epoch 2
+    fresh = BatchLoader(uncut.images, uncut.labels, 8, MEAN, STD, crop_padding=1,
+                        generator=torch.Generator().manual_seed(99))
+    resumed = list(fresh.resume(position)) + list(fresh)
+    assert (fresh.crop_padding, fresh.padding_mode, fresh.epochs_begun) == (2, "reflect", 3)
+    assert torch.equal(fresh.first_epoch_flips, uncut.first_epoch_flips)
+    assert len(resumed) == len(rest)
+    for (xa, ya), (xb, yb) in zip(rest, resumed):
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+
+
+def test_a_position_without_augmentation_resumes_with_the_loaders_own():
+    # checkpoints written before position() held the augmentation: the loader keeps the recipe's settings
+    loader = _configured()
+    batches = iter(loader)
+    next(batches)
+    position = {k: v for k, v in loader.position().items() if k not in ("augmentation", "epoch")}
+    fresh = BatchLoader(loader.images, loader.labels, 8, MEAN, STD, crop_padding=1)
+    assert len(list(fresh.resume(position))) == len(loader) - 1
+    assert (fresh.crop_padding, fresh.padding_mode, fresh.first_epoch_flips) == (1, "zeros", None)
