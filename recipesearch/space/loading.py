@@ -218,20 +218,25 @@ DATASET_HFLIP = {"digits": False, "fashion_mnist": True, "cifar10": True, "image
 
 
 def _check_flip_tta(where: Located, space: SearchSpace) -> None:
-    """flip_tta refuses, when training starts (``algorithms/flip_tta.py``), a dataset whose mirror may be
-    another class (``data.hflip`` false, or digits): every trial that can have it on with such data would
-    fail, so the space is refused. ``force: true`` (a control) passes, as there."""
-    if not can_be_on(space, "flip_tta") or all(f is True for f in reachable_hparam(space, "flip_tta", "force")):
-        return
-    for name in reachable(space, "data.name"):
-        for hflip in reachable(space, "data.hflip"):
-            keeps = DATASET_HFLIP.get(str(name)) if hflip is None else hflip
-            if keeps is False:
-                field = "algorithms.flip_tta" if "flip_tta" in space.algorithms else "base.algorithms.flip_tta"
-                data = f"dataset {name}" + (" with data.hflip false" if hflip is False else "")
-                raise where.error(field, f"{data} does not allow a horizontal flip (a mirrored image may be another "
-                                         f"class), so every trial with flip_tta on would fail; remove flip_tta "
-                                         f"from the space, or set data.hflip: true where a mirror keeps the class")
+    """flip_tta and alternating_flip refuse, when training starts, a dataset whose mirror may be another class
+    (``data.hflip`` false, or digits): every trial that can have one on with such data would fail, so the
+    space is refused. ``force: true`` (a control) passes, as there."""
+    for method in MIRRORING_METHODS:
+        if not can_be_on(space, method) or all(f is True for f in reachable_hparam(space, method, "force")):
+            continue
+        for name in reachable(space, "data.name"):
+            for hflip in reachable(space, "data.hflip"):
+                keeps = DATASET_HFLIP.get(str(name)) if hflip is None else hflip
+                if keeps is False:
+                    field = f"algorithms.{method}" if method in space.algorithms else f"base.algorithms.{method}"
+                    data = f"dataset {name}" + (" with data.hflip false" if hflip is False else "")
+                    raise where.error(field, f"{data} does not allow a horizontal flip (a mirrored image may be "
+                                             f"another class), so every trial with {method} on would fail; remove "
+                                             f"{method} from the space, or set data.hflip: true where a mirror keeps "
+                                             "the class")
+
+
+MIRRORING_METHODS = ("flip_tta", "alternating_flip")  # methods that refuse data whose mirror changes the class
 
 
 def _check_classes(where: Located, space: SearchSpace) -> None:

@@ -221,3 +221,17 @@ def test_shipped_spaces_load_without_warnings(capsys):
     for path in sorted((Path(__file__).resolve().parents[2] / "search_spaces").glob("*.yaml")):
         assert load_space(path).warnings == (), path
     assert capsys.readouterr().err == ""
+
+
+def test_alternating_flip_on_digits_is_refused_at_load_as_flip_tta_is():
+    import yaml
+
+    from recipesearch.errors import ConfigError
+    from recipesearch.space import loads_space
+
+    space = {"name": "x", "base": {"model": {"name": "cnn"}, "data": {"name": "digits"}, "max_duration": 1},
+             "budgets": [1], "trials": 3, "baseline": {"seeds": 1}, "algorithms": {"alternating_flip": {}}}
+    with pytest.raises(ConfigError, match="algorithms.alternating_flip: dataset digits does not allow"):
+        loads_space(yaml.safe_dump(space))
+    space["algorithms"] = {"alternating_flip": {"force": True}}  # a control run: accepted, as train accepts it
+    loads_space(yaml.safe_dump(space))
