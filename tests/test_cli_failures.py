@@ -19,21 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from recipesearch.cli import main
+from tests.test_cli import call_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "reports" / "examples" / "digits"  # a real search's run directory, report included
 TINY = (Path(__file__).parent / "tiny_recipe.yaml").read_text()
-
-
-def call_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """In-process ``main`` (tests/test_cli.py's); SystemExit from argparse counts too."""
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_error_line(code: int, err: str) -> str:

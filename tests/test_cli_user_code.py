@@ -7,20 +7,13 @@ import json
 import pytest
 import yaml
 
-from recipesearch.cli import main
 from recipesearch.plugins import provenance_lines
+from tests.test_cli import call_cli
 
 RECIPE = {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits"}, "max_duration": 1, "batch_size": 64,
           "threads": 1, "device": "cpu"}
 
 
-def call_cli(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _one_error_line(err: str) -> str:

@@ -10,11 +10,9 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,6 +24,7 @@ from recipesearch.data.spec import DataSpec
 from recipesearch.data.user import check_dataset
 from recipesearch.errors import ConfigError
 from recipesearch.models import create_model
+from tests.engine.conftest import kill_ray_processes
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "byo"
 USER_MODULES = {"atelier.nets", "atelier.data", "atelier.tricks"}
@@ -47,32 +46,6 @@ def atelier():
 # ---- (a) the small search, through the CLI, on a local Ray ---------------------------------------------------
 
 
-def _processes_with(marker: str) -> list[int]:
-    """Pids of the processes whose environment holds ``marker`` (this test's private RAY_TMPDIR)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker.encode() in (entry / "environ").read_bytes():
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
-def _end_processes_with(marker: str) -> None:
-    """Ray processes the CLI left behind (it shuts its Ray down; a killed or timed-out one may not)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in _processes_with(marker):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _processes_with(marker):
-            time.sleep(0.2)
-
-
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.timeout(300)
@@ -90,7 +63,7 @@ def test_the_small_space_searches_on_ray_with_the_package_beside_it(tmp_path):
         result = subprocess.run([*command, "search", str(EXAMPLE / "space_small.yaml"), "--out", str(out), "--quiet",
                                  "--no-report"], cwd=workdir, env=env, capture_output=True, text=True, timeout=240)
     finally:
-        _end_processes_with(ray_tmp)
+        kill_ray_processes(ray_tmp)  # a killed or timed-out CLI may leave its Ray behind
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 

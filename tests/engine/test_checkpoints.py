@@ -84,6 +84,17 @@ def test_a_bad_checkpoint_minutes_flag_is_exit_2(tmp_path, write_space, run_cli)
     assert r.returncode == 2 and "--checkpoint-minutes" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+def kill_once_checkpointed(proc: subprocess.Popen, store: Path, trial: str, log: Path) -> None:
+    """SIGKILL the search ``proc`` a moment after a trial matching ``trial`` wrote its first checkpoint."""
+    deadline = time.monotonic() + 180
+    while not list(store.glob(f"*/{trial}/checkpoint_*/{FILENAME}")):
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    time.sleep(0.4)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
 @pytest.mark.slow
 def test_inprocess_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, write_space, run_cli, load_run_study):
     from recipesearch.recipe import recipe_from_dict
@@ -96,13 +107,7 @@ def test_inprocess_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, writ
            "--quiet", "--no-report"]
     proc = subprocess.Popen([*cmd, "--checkpoint-minutes", "0.005"], cwd=REPO, stdout=log.open("w"),
                             stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while not list((out / "checkpoints").glob(f"*/trial_*/checkpoint_*/{FILENAME}")):
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
-    time.sleep(0.4)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_once_checkpointed(proc, out / "checkpoints", "trial_*", log)
     cut = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
     assert len(cut) == 1
 
@@ -134,13 +139,7 @@ def test_ray_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, write_spac
     cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", "run", "--quiet", "--no-report",
            "--checkpoint-minutes", "0.005"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=ray_env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while not list((out / "ray").glob(f"*/trial_00000_*/checkpoint_*/{FILENAME}")):
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
-    time.sleep(0.4)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_once_checkpointed(proc, out / "ray", "trial_00000_*", log)
     cut = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
     assert cut == [0]
     # (another test's search starting a local Ray beside this one may stop them first: tests/engine/
