@@ -57,6 +57,7 @@ from recipesearch.errors import DivergenceError
 
 # Steps between loss checks where reading the loss is asynchronous (CUDA); on CPU every step.
 ASYNC_CHECK_EVERY = 50
+_FP32 = torch.float32
 
 
 class DeviceClock:
@@ -181,8 +182,12 @@ class LossCheck:
 
     def check(self, step: int, loss: torch.Tensor, last: bool) -> None:
         if not self.clock.asynchronous:
-            if step % self.every == 0 or last:
-                self._verify(step, loss.detach().float().item())
+            if self.every == 1 or step % self.every == 0 or last:
+                # fp32 (as trainers' losses are): .item() reads what .detach().float().item() reads, without making
+                # two tensors a step (a few µs); any other dtype is read in fp32, where a float64 loss can overflow
+                value = loss.item() if loss.dtype is _FP32 else loss.detach().float().item()
+                if not math.isfinite(value):
+                    raise DivergenceError(step, value)
             return
         self._read()
         if step % self.every == 0 or last:
