@@ -1,6 +1,7 @@
-"""bench/gpu.py without a GPU: the files it writes load through our loader and as airbench reads them, the
-side-by-side and its analysis on stand-ins for the training, it refuses to run without CUDA (and bench.run_all skips
-it, keeping the saved results), and the saved results render."""
+"""bench/gpu.py without a GPU: the files it writes load through our loader and as airbench reads them, the earlier
+side-by-side (bench/gpu_extra.py) and its analysis on stand-ins for the training, it refuses to run without CUDA
+(and bench.run_all skips it, keeping the saved results), the saved results render, sections save as they finish
+and the time plan skips what would overrun. The new sections: tests/bench/test_gpu_sections.py."""
 from __future__ import annotations
 
 import json
@@ -18,6 +19,9 @@ if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesear
     sys.path.insert(0, str(ROOT))
 
 import bench.gpu as gpu  # noqa: E402
+import bench.gpu_airbench as gpu_airbench  # noqa: E402
+import bench.gpu_data as gpu_data  # noqa: E402
+import bench.gpu_extra as gpu_extra  # noqa: E402
 import bench.run_all as run_all  # noqa: E402
 
 
@@ -36,13 +40,17 @@ def test_without_cuda_it_refuses_and_run_all_skips_it_keeping_the_saved_results(
 def test_the_saved_result_renders_each_of_its_sections():
     result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
     text = gpu.render(result)
-    t = result["cuda_tests"]
-    assert f"{t['counts']['passed']} passed" in text and "test_real_gpu_fit_has_no_sync" in text
-    for s in result["fashion_mnist"]["speedups"]:
+    t = result.get("cuda_tests") or {}
+    if "counts" in t:
+        assert f"{t['counts']['passed']} passed" in text and "test_real_gpu_fit_has_no_sync" in text
+    for s in (result.get("fashion_mnist") or {}).get("speedups", []):
         assert f"seed {s['seed']}:" in text
-    assert "What each method costs on the GPU" in text
-    if "side_by_side" in result:
+    if "method_costs" in result:
+        assert "What each method costs on the GPU" in text
+    if "runs" in (result.get("side_by_side") or {}):
         assert "| airbench | 9.9 |" in text and "our final accuracy: " in text
+    for key in ("overhead", "reproduction", "packing", "search"):  # a section not run yet says so
+        assert (key in result) != (f"python -m bench.gpu --only {key}" in text)
 
 
 def test_speedups_are_read_per_seed_off_that_seeds_curves():
@@ -50,7 +58,7 @@ def test_speedups_are_read_per_seed_off_that_seeds_curves():
             for s in (0, 1)
             for arm, t, a in (("baseline @ budget 2", 10.0, 0.90), ("baseline @ budget 5", 20.0, 0.92),
                               ("recipe @ budget 2", 5.0, 0.91), ("recipe @ budget 5", 10.0, 0.93 - 0.02 * s))]
-    first, second = gpu._speedups(runs, 2)
+    first, second = gpu_extra._speedups(runs, 2)
     assert first["status"] == "interpolated" and 2.0 < first["speedup"] < 4.0
     assert second["status"] == "not reached"
 
@@ -77,7 +85,7 @@ def test_cifar_format_files_load_with_the_cifar10_loader_pixel_for_pixel(tmp_pat
     from recipesearch.data import DataSpec, get_dataset
 
     images = _images(53, 20)
-    gpu.write_cifar_format(tmp_path / "cifar-10-batches-py", images)
+    gpu_data.write_cifar_format(tmp_path / "cifar-10-batches-py", images)
     raw = get_dataset("cifar10")(DataSpec(name="cifar10", root=str(tmp_path)))
     assert raw.train_images.shape == (53, 3, 32, 32) and raw.test_images.shape == (20, 3, 32, 32)
     assert torch.equal(raw.train_images, torch.from_numpy(images[0]).permute(0, 3, 1, 2))
@@ -87,13 +95,13 @@ def test_cifar_format_files_load_with_the_cifar10_loader_pixel_for_pixel(tmp_pat
 def test_airbench_format_files_are_what_its_cifar_loader_reads(tmp_path):
     """airbench's CifarLoader (utils.py) loads ``cifar10/train.pt`` and permutes uint8 NHWC images to NCHW."""
     images = _images(40, 10)
-    gpu.write_airbench_format(tmp_path, images)
+    gpu_data.write_airbench_format(tmp_path, images)
     train = torch.load(tmp_path / "cifar10" / "train.pt")
     test = torch.load(tmp_path / "cifar10" / "test.pt")
     assert train["images"].shape == (40, 32, 32, 3) and train["images"].dtype == torch.uint8
     assert torch.equal(train["images"], torch.from_numpy(images[0]))
     assert test["labels"].dtype == torch.int64 and test["labels"].tolist() == images[3].tolist()
-    assert train["classes"] == gpu.CIFAR_CLASSES
+    assert train["classes"] == gpu_data.CIFAR_CLASSES
 
 
 def test_fashion_as_cifar_pads_each_grey_image_to_32_and_repeats_it_over_rgb():
@@ -103,7 +111,7 @@ def test_fashion_as_cifar_pads_each_grey_image_to_32_and_repeats_it_over_rgb():
         fm = get_dataset("fashion_mnist")(DataSpec(name="fashion_mnist"))
     except Exception as exc:  # noqa: BLE001 - the data is optional on a machine
         pytest.skip(f"Fashion-MNIST not found: {exc}")
-    train_x, train_y, test_x, test_y = gpu.fashion_as_cifar()
+    train_x, train_y, test_x, test_y = gpu_data.fashion_as_cifar()
     assert train_x.shape == (60000, 32, 32, 3) and test_x.shape == (10000, 32, 32, 3) and train_x.dtype == np.uint8
     assert np.array_equal(train_x[:, 2:30, 2:30, 1], fm.train_images[:, 0].numpy())
     assert (train_x[:, :2] == 0).all() and (train_x[:, :, 30:] == 0).all()
@@ -118,13 +126,13 @@ def test_a_failing_airbench_child_keeps_its_finished_runs_and_marks_the_rest(mon
         calls.append((cmd, kwargs["cwd"]))
         return subprocess.CompletedProcess(cmd, 1, stdout=done + "\n", stderr="Traceback...\nRuntimeError: CUDA oom\n")
 
-    monkeypatch.setattr(gpu.subprocess, "run", fake_run)
-    runs = gpu._airbench_runs(tmp_path, [2.0, 4.0, 9.9], seed=7)
+    monkeypatch.setattr(gpu_extra.subprocess, "run", fake_run)
+    runs = gpu_extra._airbench_runs(tmp_path, [2.0, 4.0, 9.9], seed=7)
     assert [r["epochs"] for r in runs] == [2.0, 4.0, 9.9] and runs[0]["accuracy"] == 0.8
     assert all(math.isnan(r["accuracy"]) and r["error"] == "RuntimeError: CUDA oom" for r in runs[1:])
     (cmd, cwd), = calls
     assert cwd == tmp_path and json.loads(cmd[-1]) == {"epochs": [2.0, 4.0, 9.9], "seed": 7}
-    compile(gpu.AIRBENCH_SCRIPT, "airbench_script", "exec")  # the child's script is valid Python
+    compile(gpu_extra.AIRBENCH_SCRIPT, "airbench_script", "exec")  # the child's script is valid Python
 
 
 def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(monkeypatch):
@@ -132,7 +140,7 @@ def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(m
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     monkeypatch.setattr("importlib.metadata.version", lambda name: "0.1.8")
-    monkeypatch.setattr(gpu, "fashion_as_cifar", lambda: _images(30, 10))
+    monkeypatch.setattr(gpu_extra, "fashion_as_cifar", lambda: _images(30, 10))
     order, ours_data = [], []
 
     def fake_airbench(workdir, epochs, seed):
@@ -143,19 +151,20 @@ def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(m
     def fake_fit(data, source):
         ours_data.append(data)
         e = data["max_duration"]
-        if data["seed"] != gpu.SEED_OFFSET + 99:
+        if data["seed"] != gpu_extra.SEED_OFFSET + 99:
             order.append(("ours", data["seed"], e))
         return {"accuracy": 0.78 + 0.012 * e, "train_seconds": 0.5 * e}
 
-    monkeypatch.setattr(gpu, "_airbench_runs", fake_airbench)
-    monkeypatch.setattr(gpu, "fit_or_nan", fake_fit)
-    sb = gpu._side_by_side(2)
-    assert ours_data[0]["max_duration"] == 1 and ours_data[0]["seed"] == gpu.SEED_OFFSET + 99  # the warm-up first
+    monkeypatch.setattr(gpu_extra, "_airbench_runs", fake_airbench)
+    monkeypatch.setattr(gpu_extra, "fit_or_nan", fake_fit)
+    sb = gpu_extra._side_by_side(2)
+    assert ours_data[0]["max_duration"] == 1 and ours_data[0]["seed"] == gpu_extra.SEED_OFFSET + 99  # warm-up first
     assert all(d["data"]["val_fraction"] == 0.0 and d["data"]["name"] == "cifar10" for d in ours_data)
-    assert order[0] == ("airbench", gpu.SEED_OFFSET, [2.0, 4.0, 6.0, 9.9])  # seed 0: airbench first, its 9.9
-    assert [o[2] for o in order[1:5]] == [2.0, 4.0, 6.0, 10.0] and order[1][1] == gpu.SEED_OFFSET
-    assert order[5:] == [("ours", gpu.SEED_OFFSET + 1, e) for e in (4.0, 6.0, 10.0, 2.0)] + [  # seed 1: ours first
-        ("airbench", gpu.SEED_OFFSET + 1, [4.0, 6.0, 9.9, 2.0])]
+    assert order[0] == ("airbench", gpu_extra.SEED_OFFSET, [2.0, 4.0, 6.0, 9.9])  # seed 0: airbench first, its 9.9
+    assert [o[2] for o in order[1:5]] == [2.0, 4.0, 6.0, 10.0] and order[1][1] == gpu_extra.SEED_OFFSET
+    seed1 = gpu_extra.SEED_OFFSET + 1
+    assert order[5:] == [("ours", seed1, e) for e in (4.0, 6.0, 10.0, 2.0)] + [  # seed 1: ours first
+        ("airbench", seed1, [4.0, 6.0, 9.9, 2.0])]
     assert len(sb["runs"]) == 16 and sb["airbench_version"] == "0.1.8" and "30 train / 10 test" in sb["data"]
     # airbench's final accuracy 0.899 at 2.97 s; ours gets there between 6 (0.852) and 10 epochs (0.90)
     final, = (t for t in sb["targets"] if t["name"] == "airbench's final accuracy")
@@ -166,7 +175,7 @@ def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(m
     assert records["accuracy"] == 0.94 and math.isnan(records["on_medians"]["ratio"])  # neither side gets to 94 %
     ours_final, = (t for t in sb["targets"] if t["name"] == "our final accuracy")  # 0.90: past airbench's best
     assert math.isnan(ours_final["on_medians"]["airbench"]["seconds"])
-    text = gpu._side_text(sb)
+    text = gpu_extra._side_text(sb)
     assert "| airbench | 9.9 | 2.97 | 0.8990 | 0.300 |" in text and "| ours | 10 | 5.00 | 0.9000 | 0.500 |" in text
     assert f"| airbench's final accuracy: 89.90% | 2.97 | {om['ours']['seconds']:.2f} | {om['ratio']:.2f}x |" in text
     assert "| the records' measure: 94.00% | not reached | not reached | – | –, – |" in text
@@ -181,55 +190,124 @@ def test_times_to_an_accuracy_mark_a_target_met_at_the_first_run_as_an_upper_bou
             {"side": "ours", "train_seconds": 2.0, "accuracy": 0.90}, {"side": "ours", "train_seconds": 8.0,
                                                                       "accuracy": 0.94},
             {"side": "ours", "train_seconds": math.nan, "accuracy": math.nan, "error": "x"}]
-    got = gpu._times_to(0.94, rows)
+    got = gpu_airbench.times_to(0.94, rows)
     assert got["airbench"] == {"seconds": 1.0, "upper_bound": True}
     assert got["ours"]["seconds"] == pytest.approx(8.0) and not got["ours"]["upper_bound"]
     assert got["ratio"] == pytest.approx(8.0)
-    assert "≤ 1.00" in gpu._side_text({"data": "d", "airbench_version": "v", "seeds": 1, "runs": rows, "medians": [],
-                                        "targets": [{"name": "t", "accuracy": 0.94, "on_medians": got,
-                                                     "per_seed": [got]}]})
+    assert "≤ 1.00" in gpu_extra._side_text({"data": "d", "airbench_version": "v", "seeds": 1, "runs": rows,
+                                              "medians": [], "targets": [{"name": "t", "accuracy": 0.94,
+                                                                          "on_medians": got, "per_seed": [got]}]})
 
 
 def test_side_by_side_is_skipped_without_airbench(monkeypatch):
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    sb = gpu._side_by_side(1)
-    assert "airbench is not installed" in sb["skipped"] and "Not run: airbench is not installed" in gpu._side_text(sb)
+    sb = gpu_extra._side_by_side(1)
+    assert "airbench is not installed" in sb["skipped"]
+    assert "Not run: airbench is not installed" in gpu_extra._side_text(sb)
 
 
-def test_run_saves_after_each_section_so_a_cut_short_run_keeps_its_results(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: "Fake GPU")
-    monkeypatch.setattr(gpu, "_side_by_side", lambda n: {"skipped": "x"})
-    monkeypatch.setattr(gpu, "_cuda_tests", lambda: {"returncode": 0, "counts": {"passed": 1}, "cuda_cases": []})
-    monkeypatch.setattr(gpu, "_fashion", lambda n: {"runs": []})
-    monkeypatch.setattr(gpu, "_method_costs", lambda repeats: {"runs": [], "repeats": repeats})
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeContext:
+    """bench.gpu.Context without images or children: the plan's clock, a device, a close()."""
+
+    closed = False
+
+    def __init__(self, dry, sizes, budget, workdir, packing, log=print):
+        self.t0 = gpu.clock()
+        self.deadline, self.data_what, self.packing, self.device = self.t0 + budget, "fake images", "processes", "cpu"
+
+    def left(self):
+        return self.deadline - gpu.clock()
+
+    def close(self):
+        FakeContext.closed = True
+
+
+def _fake_plan(monkeypatch, seconds):
+    """Sections that take ``seconds[key]`` on the fake clock and record the time they were allowed."""
+    clock = FakeClock()
+    monkeypatch.setattr(gpu, "clock", clock)
+    monkeypatch.setattr(gpu, "Context", FakeContext)
+    monkeypatch.setattr(gpu, "environment", lambda: {})
+    monkeypatch.setitem(gpu.PLAN, "dry", {"setup": 0, "overhead": 10, "reproduction": 40, "packing": 20, "search": 20,
+                                          "cuda_tests": 10})
+    allowed = {}
+
+    def section(key):
+        def measure(ctx, left, *args):
+            allowed[key] = (left(), args)
+            if seconds[key] is None:
+                raise RuntimeError("broken section")
+            clock.now += seconds[key]
+            return {"value": key}
+        return measure
+
+    for key in gpu.SECTIONS:
+        monkeypatch.setitem(gpu.SECTIONS, key, (key, section(key)))
+    return allowed
+
+
+def test_run_saves_after_each_section_and_the_plan_skips_what_would_overrun(monkeypatch):
+    allowed = _fake_plan(monkeypatch, {"overhead": 30, "reproduction": 30, "packing": 25, "search": 10,
+                                       "cuda_tests": 1})
     saved = []
-    result = gpu.run(quick=True, on_section=saved.append)
-    sections = ("side_by_side", "cuda_tests", "fashion_mnist", "method_costs")
-    assert [sorted(k for k in s if k in sections) for s in saved] == [
-        ["side_by_side"], ["cuda_tests", "side_by_side"], ["cuda_tests", "fashion_mnist", "side_by_side"],
-        ["cuda_tests", "fashion_mnist", "method_costs", "side_by_side"]]
-    assert [s["partial"] for s in saved] == [True, True, True, False] and "finished" in result
-    text = gpu.render(saved[1])
-    assert "cut short" in text and "**CUDA tests**" in text and "Fashion-MNIST on the GPU" not in text
+    result = gpu.run(dry_run=True, budget=100, previous={"method_costs": {"old": True}}, on_section=saved.append)
+    # overhead overran its 10 s; reproduction then gets 100 - 30 - (20 + 20) kept for the later required sections
+    assert allowed["overhead"][0] == 20 and allowed["reproduction"][0] == 30
+    assert allowed["packing"][0] == 20 and allowed["search"][0] == 15  # what packing's overrun left
+    assert allowed["search"][1] == ({"value": "packing", "finished": result["packing"]["finished"]},)
+    assert "cuda_tests" not in allowed and result["cuda_tests"]["skipped"] == "time plan: 5 s left for it, 10 s planned"
+    assert [sorted(k for k in s if k in gpu.SECTIONS) for s in saved][-1] == [
+        "cuda_tests", "method_costs", "overhead", "packing", "reproduction", "search"]  # merged into previous
+    assert [s["partial"] for s in saved] == [True, True, True, True, False] and not result["partial"]
+    plan = result["plan"]["sections"]
+    assert plan["overhead"] == {"planned": 10, "seconds": 30, "skipped": None}
+    assert plan["cuda_tests"]["skipped"].startswith("time plan") and FakeContext.closed
 
 
-def test_only_runs_the_named_sections_and_merges_them_into_the_saved_results(monkeypatch, capsys):
-    import bench.common as common
+def test_a_required_section_without_half_its_plan_is_skipped_and_a_broken_one_does_not_stop_the_others(monkeypatch):
+    allowed = _fake_plan(monkeypatch, {"overhead": None, "reproduction": 75, "packing": 5, "search": 5,
+                                       "cuda_tests": 0})
+    result = gpu.run(dry_run=True, budget=100, previous={}, only=["overhead", "reproduction", "packing", "search"])
+    assert result["overhead"]["error"] == "RuntimeError: broken section"
+    # reproduction overran by 35 s: packing gets 100 - 75 - 20 = 5 s, under half its 20: skipped
+    assert result["packing"]["skipped"] == "time plan: 5 s left for it, 20 s planned" and "packing" not in allowed
+    assert allowed["search"][0] == 25 and result["search"]["value"] == "search"
 
-    saved = {"gpu": {"name": "gpu", "gpu": "Old GPU", "torch": "1", "cuda_tests": {"old": True}, "fashion_mnist": {}}}
-    monkeypatch.setattr(common, "load_result", lambda name: saved.get(name))
-    monkeypatch.setattr(common, "save_result", lambda name, result: saved.__setitem__(name, result) or Path(name))
+
+def test_main_merges_into_the_results_file_and_a_gpu_run_writing_elsewhere_carries_the_committed_sections(
+        monkeypatch, tmp_path, capsys):
+    committed = tmp_path / "committed.json"
+    committed.write_text(json.dumps({"name": "gpu", "method_costs": {"old": True}, "overhead": {"old": True}}))
+    monkeypatch.setattr(gpu, "RESULTS", committed)
     monkeypatch.setattr(gpu, "render", lambda result: "rendered")
     asked = []
-    monkeypatch.setattr(gpu, "run", lambda quick, seeds, only, on_section: asked.append(only) or {
-        "gpu": "New GPU", "side_by_side": {"new": True}})
-    gpu.main(["--only", "side_by_side"])
-    assert asked == [["side_by_side"]]
-    assert saved["gpu"]["cuda_tests"] == {"old": True} and saved["gpu"]["side_by_side"] == {"new": True}
-    assert saved["gpu"]["gpu"] == "New GPU"
+
+    def fake_run(previous, on_section, only, **kwargs):
+        asked.append((only, kwargs["dry_run"]))
+        part = {**previous, "overhead": {"new": True}, "partial": False}
+        on_section(part)
+        return part
+
+    monkeypatch.setattr(gpu, "run", fake_run)
+    out = tmp_path / "out" / "gpu.json"  # the device's $OUT: nothing there yet
+    gpu.main(["--results", str(out), "--only", "overhead"])
+    saved = json.loads(out.read_text())
+    assert saved["method_costs"] == {"old": True} and saved["overhead"] == {"new": True}
+    assert asked == [(["overhead"], False)]
+    dry = tmp_path / "dry.json"
+    dry.write_text(json.dumps({"search": {"stale": True}}))
+    gpu.main(["--dry-run", "--results", str(dry)])  # a dry run without --only starts afresh
+    assert "search" not in json.loads(dry.read_text())
     with pytest.raises(SystemExit) as exc:
-        gpu.main(["--only", "side_by_side,bogus"])
+        gpu.main(["--only", "overhead,bogus"])
     assert exc.value.code == 2 and "unknown section(s) bogus" in capsys.readouterr().err
