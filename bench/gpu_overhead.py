@@ -23,42 +23,11 @@ import torch
 import torch.nn.functional as F
 
 from bench.common import summarize
-from recipesearch.algorithms import Algorithm
-from recipesearch.train.events import Event
+from bench.trainer_efficiency import noop_hooks  # the §1 arms' hooks: the same no-op methods
 
 ARMS = ("bare", "trainer", "trainer+10 hooks")
 GOALS = {"trainer_vs_bare": 0.97, "with_hooks": 0.95}
 HEADLINE_NET = "resnet9"
-PER_STEP_EVENTS = (Event.AFTER_DATALOADER, Event.BATCH_START, Event.BEFORE_FORWARD, Event.AFTER_FORWARD,
-                   Event.BEFORE_LOSS, Event.AFTER_LOSS, Event.BEFORE_BACKWARD, Event.AFTER_BACKWARD,
-                   Event.AFTER_STEP, Event.BATCH_END)
-
-
-class NoOpHook(Algorithm):
-    """A method's hook at one per-step event that does nothing at that step: ``declines`` ones say no in
-    ``match``, the others return at once from ``apply``."""
-
-    name = "noop"
-    description = "does nothing at a per-step event (bench/gpu_overhead.py)"
-    citation = "-"
-    events = frozenset({Event.BATCH_END})
-    declines = False
-
-    def match(self, event: Event, state: Any) -> bool:
-        return state.step < 0 if self.declines else event in self.events
-
-    def apply(self, event: Event, state: Any) -> None:
-        return
-
-
-def noop_hooks(n: int) -> list[Algorithm]:
-    """``n`` (<= 10) no-op hooks, one per per-step event, alternately declining and returning."""
-    hooks: list[Algorithm] = []
-    for i, event in enumerate(PER_STEP_EVENTS[:n]):
-        cls = type(f"NoOp{i}", (NoOpHook,), {"name": f"noop_{event.value}", "events": frozenset({event}),
-                                            "declines": i % 2 == 0})
-        hooks.append(cls())
-    return hooks
 
 
 class Timer:

@@ -33,3 +33,15 @@ class DivergenceError(RuntimeError):
     def __init__(self, step: int, loss: float):
         self.step, self.loss = step, loss
         super().__init__(f"diverged: loss is {loss} at step {step}")
+
+
+def one_line(exc: BaseException, where: bool = True) -> str:
+    """``Type: first line of the message (at file.py:N)``: an exception as one line a user can read; ``where``
+    names the innermost frame of its traceback (the tool's own file and line add nothing to a UserError)."""
+    import os
+    import traceback
+
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    frames = traceback.extract_tb(exc.__traceback__) if where else []
+    at = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {text}{at}"

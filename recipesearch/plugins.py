@@ -23,12 +23,11 @@ import inspect
 import os
 import re
 import sys
-import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from recipesearch.errors import ConfigError, UserError
+from recipesearch.errors import ConfigError, UserError, one_line
 
 SEP = ":"
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -83,9 +82,9 @@ def import_user_module(module: str, field: str) -> ModuleType:
         if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
             raise ConfigError(field, f"cannot import {module!r}: no such module next to the space or recipe file, "
                                      f"in the working directory ({os.getcwd()}) or installed") from None
-        raise ConfigError(field, f"importing {module!r} failed: {_describe(exc)}") from None
+        raise ConfigError(field, f"importing {module!r} failed: {one_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - the user's module-level code: any error is theirs to read
-        raise ConfigError(field, f"importing {module!r} failed: {_describe(exc)}") from None
+        raise ConfigError(field, f"importing {module!r} failed: {one_line(exc)}") from None
     return mod
 
 
@@ -101,16 +100,9 @@ def resolve(path: str, field: str) -> Any:
     return obj
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {text}{where}"
-
-
 def describe_call_error(exc: BaseException) -> str:
-    """One line for an exception raised by user code the tool called (a factory, a loader)."""
-    return _describe(exc)
+    """One line for an exception raised by user code the tool called (a factory, a loader): where in it."""
+    return one_line(exc)
 
 
 # ---- signatures --------------------------------------------------------------------------------------
@@ -307,11 +299,11 @@ def module_entries(module: str, kind: str) -> list[str]:
 
     from recipesearch.algorithms.base import Algorithm
 
-    before = {k: set(v) for k, v in registered_user_entries().items()}
+    before = set(registered_user_entries().get(kind, {}))
     mod = import_user_module(module, "--module")
-    registered = sorted(set(registered_user_entries().get(kind, {})) - before.get(kind, set())
-                        | {n for n, obj in registered_user_entries().get(kind, {}).items()
-                           if getattr(getattr(obj, "fn", obj), "__module__", None) == module})
+    after = registered_user_entries().get(kind, {})
+    defined_here = {n for n, obj in after.items() if getattr(getattr(obj, "fn", obj), "__module__", None) == module}
+    registered = sorted(set(after) - before | defined_here)
     found = []
     for attr, obj in vars(mod).items():
         if attr.startswith("_") or getattr(obj, "__module__", None) != module:

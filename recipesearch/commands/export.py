@@ -11,13 +11,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from recipesearch.report import export_recipes, load_run
+    from recipesearch.report import build_info, export_recipes, load_run
     from recipesearch.report.reconcile import NOTES_KEY
 
-    # trials.csv checked against study.db first (report/reconcile.py); what that did is said, once
-    for note in load_run(args.run_dir).run_meta.get(NOTES_KEY) or ():
+    # read (trials.csv checked against study.db: report/reconcile.py) and analysed once; what the check did is said
+    files = load_run(args.run_dir)
+    for note in files.run_meta.get(NOTES_KEY) or ():
         print(f"note: {note}")
-    paths = export_recipes(args.run_dir, args.to, force=args.force)
+    paths = export_recipes(args.run_dir, args.to, force=args.force, info=build_info(*files, run_dir=args.run_dir))
     for path in paths:
         print(path)
     print(f"exported {len(paths)} frontier recipe{'s' if len(paths) != 1 else ''} to {args.to}")

@@ -31,7 +31,7 @@ from recipesearch.data.registry import RawDataset, as_labels
 from recipesearch.data.source import ImageSource
 from recipesearch.data.stream import read_all
 from recipesearch.errors import ConfigError
-from recipesearch.plugins import check_options, describe_call_error, missing_required, resolve
+from recipesearch.plugins import accepted_options, check_options, describe_call_error, missing_required, resolve
 
 FIELD = "data.name"
 CHECK_ITEMS = 64  # items of each split read when a search checks a dataset before training (``check_dataset``)
@@ -60,7 +60,7 @@ def call_loader(spec: Any) -> Any:
     path, options = spec.name, dict(spec.options or {})
     fn = loader_function(path)
     check_loader_options(spec)
-    params = _parameters(fn)
+    params = accepted_options(fn)[0]
     if "spec" in params:
         options["spec"] = spec
     if "root" in params and spec.root is not None and "root" not in options:
@@ -71,15 +71,6 @@ def call_loader(spec: Any) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's loader: its error in one line
         raise ConfigError(FIELD, f"{path} raised {describe_call_error(exc)}") from None
-
-
-def _parameters(fn: Any) -> tuple[str, ...]:
-    import inspect
-
-    try:
-        return tuple(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return ()
 
 
 def _splits(path: str, value: Any) -> tuple[Any, Any]:

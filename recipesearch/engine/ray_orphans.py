@@ -72,8 +72,9 @@ def stop_orphans(grace: float = 3.0) -> int:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and any(_start_ticks(p) for p in pids):
         time.sleep(0.1)
+    still = orphans()  # one scan: the pids left that are still orphans (not a reused pid)
     for pid in pids:
-        if _start_ticks(pid) is not None and pid in orphans():
+        if pid in still:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

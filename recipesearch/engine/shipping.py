@@ -49,21 +49,24 @@ def collect(named: list[str] | tuple[str, ...] = ()) -> Shipment:
     import cloudpickle
 
     entries = plugins.registered_user_entries()
-    for kind, by_name in entries.items():
-        for name, obj in by_name.items():
-            try:
-                cloudpickle.dumps(obj)
-            except Exception as exc:  # noqa: BLE001 - whatever pickling raises, the entry cannot travel
-                raise UserError(f"{kind} {name!r} is registered in this process but cannot be sent to Ray workers "
-                                f"({type(exc).__name__}: {exc}); define it in a module beside the space file and "
-                                "name it by import path") from None
+    try:
+        registered = cloudpickle.dumps(entries) if entries else None
+    except Exception:  # noqa: BLE001 - whatever pickling raises: find the entry that cannot travel, and name it
+        for kind, by_name in entries.items():
+            for name, obj in by_name.items():
+                try:
+                    cloudpickle.dumps(obj)
+                except Exception as exc:  # noqa: BLE001
+                    raise UserError(f"{kind} {name!r} is registered in this process but cannot be sent to Ray "
+                                    f"workers ({type(exc).__name__}: {exc}); define it in a module beside the space "
+                                    "file and name it by import path") from None
+        raise
     modules = tuple(plugins.user_modules(named))
     roots: list[str] = []
     for module in modules:
         root = plugins.module_root(module)
         if root is not None and not plugins.is_installed(module) and str(root) not in roots:
             roots.append(str(root))
-    registered = cloudpickle.dumps(entries) if entries else None
     return Shipment(modules, registered, tuple(roots), plugins.provenance(list(modules)))
 
 

@@ -46,7 +46,6 @@ import math
 import os
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ import torch
 
 from recipesearch.engine.shipping import install as install_user_code
 from recipesearch.env_info import hardware_class
-from recipesearch.errors import DivergenceError, UserError
+from recipesearch.errors import DivergenceError, UserError, one_line
 from recipesearch.recipe import recipe_from_dict
 from recipesearch.train.loop import TrialPruned, fit
 
@@ -78,11 +77,8 @@ def describe_error(exc: BaseException) -> str:
         oom = True
     if oom:
         return f"out of memory: {text or type(exc).__name__}"
-    frames = traceback.extract_tb(exc.__traceback__)
     # a UserError's text already says what and where (a user factory's line included); ours is noise there
-    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames and not isinstance(
-        exc, UserError) else ""
-    return f"{type(exc).__name__}: {text}{where}"
+    return one_line(exc, where=not isinstance(exc, UserError))
 
 
 def run_recipe(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | None = None,

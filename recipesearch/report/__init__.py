@@ -53,8 +53,9 @@ def write_report(info: ReportInfo, run_dir: str | Path) -> Path:
     return run_dir / "index.html"
 
 
-def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False) -> list[Path]:
+def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False,
+                   info: ReportInfo | None = None) -> list[Path]:
     """Copy the frontier recipes of ``run_dir`` into ``to_dir`` (see ``recipesearch.report.export``)."""
     from recipesearch.report.export import export_recipes as _export
 
-    return _export(run_dir, to_dir, force=force)
+    return _export(run_dir, to_dir, force=force, info=info)

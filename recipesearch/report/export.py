@@ -106,7 +106,8 @@ def write_recipes(info: ReportInfo, run_dir: str | Path) -> list[Path]:
     return list(files)
 
 
-def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False) -> list[Path]:
+def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False,
+                   info: ReportInfo | None = None) -> list[Path]:
     """Copy the frontier recipes of a run to ``to_dir``; existing different files need ``force``.
 
     Nothing is written when any target conflicts, so a refused export leaves ``to_dir`` as it was; the recipes
@@ -115,7 +116,8 @@ def export_recipes(run_dir: str | Path, to_dir: str | Path, force: bool = False)
     """
     from recipesearch.report.info import build_info, load_run
 
-    info = build_info(*load_run(run_dir), run_dir=run_dir)
+    if info is None:  # ``info``: the run's, already built from load_run (the export command prints its notes)
+        info = build_info(*load_run(run_dir), run_dir=run_dir)
     recipes = unique_recipes(info)
     if not recipes:
         why = "no completed trials" if info.completed.empty else "no frontier trial has a replayable recipe_json"
