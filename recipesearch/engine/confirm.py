@@ -11,7 +11,12 @@ recipe (``Frontier``'s ``recipe_key``: the same params at another budget is the 
 single-run speedup at matched accuracy first (those are the claims that most need checking), then by the
 metric. A candidate is taken while the stage's estimated compute stays within ``confirm.max_share`` of the
 whole search's compute (proposals + baselines + confirmation); a candidate too dear for what is left is
-skipped for a cheaper one. A run's estimated compute is the candidate's own train_seconds scaled as the
+skipped for a cheaper one.
+
+The stage also runs the baseline again beside the candidates (the *paired baseline*: every budget, the
+confirmation's seeds, interleaved with the candidates' runs, ``interleave``), so confirmed speedups compare
+times measured at the same moment on the same machine; its runs count towards ``max_share``. A run's
+estimated compute is the candidate's own train_seconds scaled as the
 baseline's mean train_seconds (``Frontier.baseline_points``) scale between the two budgets (short runs
 cost more than their share of epochs: warm-up, per-epoch overhead), or by the budget ratio where the
 baseline did not run at both, times ``REGRESSION_MARGIN``.
@@ -46,15 +51,16 @@ REGRESSION_MARGIN = 1.25
 class ConfirmRun:
     params: dict[str, Any]
     seed_index: int
-    of_trial: int
+    of_trial: int  # the proposal it confirms; a paired baseline run: the baseline trial whose params it runs
     estimated_seconds: float
+    is_baseline: bool = False  # a run of the paired baseline
 
 
 @dataclass(frozen=True)
 class ConfirmPlan:
     candidates: tuple[int, ...] = ()  # trial numbers confirmed, in priority order
     skipped: tuple[int, ...] = ()  # non-dominated proposals left out (top_k or compute share)
-    runs: tuple[ConfirmRun, ...] = field(default_factory=tuple)
+    runs: tuple[ConfirmRun, ...] = field(default_factory=tuple)  # in the order they are queued (interleaved)
     search_seconds: float = 0.0  # train_seconds of the earlier stages' finished trials
     estimated_seconds: float = 0.0  # of ``runs``
 
@@ -67,8 +73,10 @@ class ConfirmPlan:
         if not self.candidates:
             return "confirmation: no proposal to confirm" + (
                 f" ({len(self.skipped)} non-dominated, none within the compute share)" if self.skipped else "")
+        paired = sum(r.is_baseline for r in self.runs)
         return (f"confirmation: {len(self.candidates)} recipe(s) (trials {', '.join(map(str, self.candidates))}) "
-                f"x every budget x seeds = {len(self.runs)} runs, ~{self.estimated_share:.0%} of the compute"
+                f"x every budget x seeds, and the baseline beside them ({paired} runs) = {len(self.runs)} runs, "
+                f"~{self.estimated_share:.0%} of the compute"
                 + (f"; {len(self.skipped)} more non-dominated left out" if self.skipped else ""))
 
 
@@ -79,6 +87,7 @@ class _Candidates:
     ordered: list[tuple[FrozenTrial, str]]  # non-dominated proposals in priority order, with their recipe_key
     search_seconds: float  # train_seconds of the earlier stages' finished trials
     time_scale: dict[float, float]  # mean train_seconds of the baseline per budget
+    baseline: dict[float, FrozenTrial]  # budget -> the first completed baseline run there (its params are paired)
 
 
 def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidates:
@@ -88,7 +97,7 @@ def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidate
     seconds = float(sum(t.user_attrs.get("train_seconds") or 0.0 for t in earlier if st.is_finished(t)))
     df = st.trials_frame(earlier, space)
     if df.empty:
-        return _Candidates([], seconds, {})
+        return _Candidates([], seconds, {}, {})
     fr = frontier(df, space)
     rows = fr.trials[fr.on_recipe_front & fr.completed].copy()
     rows["_speedup"] = np.where(rows["speedup_status"] == "interpolated", rows["speedup"], np.nan)
@@ -97,8 +106,12 @@ def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidate
     base = fr.baseline_points
     scale = {float(b): float(s) for b, s in zip(base["budget"], base["train_seconds"], strict=True)} if len(base) \
         else {}
+    baseline: dict[float, FrozenTrial] = {}
+    for t in sorted(earlier, key=lambda t: t.number):
+        if t.user_attrs.get("is_baseline") and st.stage_of(t) == st.BASELINE and t.state.name == "COMPLETE":
+            baseline.setdefault(float(st.trial_params(t)["budget"]), t)
     return _Candidates([(by_number[int(n)], str(k)) for n, k in zip(rows["number"], rows["recipe_key"], strict=True)],
-                       seconds, scale)
+                       seconds, scale, baseline)
 
 
 def _estimate(own_seconds: float, own_budget: float, budget: float, scale: dict[float, float]) -> float:
@@ -119,7 +132,8 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace) -> Conf
     chosen: list[int] = []
     skipped: list[int] = []
     runs: list[ConfirmRun] = []
-    spent = 0.0
+    paired = _paired_baseline(found, space)
+    spent = sum(r.estimated_seconds for r in paired)  # due as soon as one candidate is taken
     for t, key in found.ordered:
         params = st.trial_params(t)
         if key in seen:
@@ -141,13 +155,53 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace) -> Conf
         chosen.append(t.number)
         runs += mine
         spent += cost
-    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(runs), found.search_seconds, spent)
+    if not chosen:
+        return ConfirmPlan((), tuple(skipped), (), found.search_seconds, 0.0)
+    ordered = interleave([*paired, *runs], space.budgets)
+    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(ordered), found.search_seconds, spent)
+
+
+def _paired_baseline(found: _Candidates, space: SearchSpace) -> list[ConfirmRun]:
+    """The baseline again, beside the candidates: at every budget (the candidates' curves span them all), with
+    the confirmation's seeds, on the params of the baseline stage's run there (its LR as the sweep chose)."""
+    out = []
+    for budget in space.budgets:
+        t = found.baseline.get(float(budget))
+        if t is None:
+            continue
+        seconds = found.time_scale.get(float(budget), float(t.user_attrs.get("train_seconds") or 0.0))
+        out += [ConfirmRun(st.trial_params(t), seed, t.number, seconds, is_baseline=True)
+                for seed in range(space.confirm.seeds)]
+    return out
+
+
+def interleave(runs: Sequence[ConfirmRun], budgets: Sequence[float]) -> list[ConfirmRun]:
+    """Seed by seed, budget by budget, the arms of each (seed, budget) in an order rotated from one to the next
+    (the paired baseline among them): runs queued next to each other run side by side or one after the other,
+    so a change in the machine's speed falls on the baseline and the candidates alike."""
+    order = {float(b): i for i, b in enumerate(sorted(float(b) for b in budgets))}
+    groups: dict[tuple[int, float], list[ConfirmRun]] = {}
+    for r in runs:
+        groups.setdefault((r.seed_index, float(r.params["budget"])), []).append(r)
+    out: list[ConfirmRun] = []
+    for seed, budget in sorted(groups, key=lambda k: (k[0], order.get(k[1], len(order)), k[1])):
+        arms = sorted(groups[(seed, budget)], key=lambda r: (not r.is_baseline, r.of_trial))
+        turn = (seed + order.get(budget, 0)) % len(arms)
+        out += arms[turn:] + arms[:turn]
+    return out
 
 
 def enqueue_plan(study: optuna.Study, plan: ConfirmPlan) -> int:
-    """Queue the plan's runs not yet queued (resume-safe); returns how many were added."""
+    """Queue the plan's runs not yet queued, in the plan's (interleaved) order (resume-safe); returns how many
+    were added. A paired baseline run is told apart from the candidates' by ``is_baseline``."""
+    present = st.present_runs(study.get_trials(deepcopy=False), [st.CONFIRM])
     added = 0
-    for number in plan.candidates:
-        mine = [(r.params, r.seed_index) for r in plan.runs if r.of_trial == number]
-        added += st.enqueue_missing(study, mine, [st.CONFIRM], stage=st.CONFIRM, of_trial=number, is_baseline=False)
+    for r in plan.runs:
+        key = st.run_key(r.params, r.seed_index)
+        if key in present:
+            continue
+        present.add(key)
+        st.enqueue(study, r.params, stage=st.CONFIRM, of_trial=r.of_trial, is_baseline=r.is_baseline,
+                   **{st.SEED_INDEX: int(r.seed_index)})
+        added += 1
     return added

@@ -95,12 +95,8 @@ def _resources(space: SearchSpace, options: SearchOptions) -> Resources:
 class SearchDriver:
     def __init__(self, space: SearchSpace, options: SearchOptions, ui: SearchUI | None = None):
         self.space, self.opts = space, options
-        self.n_trials = int(options.trials if options.trials is not None else space.trials)
+        self.n_trials = self._trial_budget(space, options)
         self.concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
-        if self.n_trials < space.baseline_runs:
-            sweep = ", after the LR sweep" if space.baseline.tune_lr else ""
-            raise UserError(f"--trials must be at least {space.baseline_runs}: the baseline at every budget "
-                            f"({space.baseline.seeds} seed(s) each{sweep})")
         if self.concurrency < 1:
             raise UserError("--concurrency must be at least 1")
         self.resources = _resources(space, options)
@@ -147,6 +143,26 @@ class SearchDriver:
         self.study_lock: Any = None  # st.StudyLock (PostgreSQL) or a runlock.FileLock (SQLite --storage)
         self.run_lock: FileLock | None = None
 
+    def _trial_budget(self, space: SearchSpace, options: SearchOptions) -> int:
+        n = int(options.trials if options.trials is not None else space.trials)
+        if n < space.baseline_runs:
+            sweep = ", after the LR sweep" if space.baseline.tune_lr else ""
+            raise UserError(f"--trials must be at least {space.baseline_runs}: the baseline at every budget "
+                            f"({space.baseline.seeds} seed(s) each{sweep})")
+        return n
+
+    def _make_loop(self, storage: optuna.storages.BaseStorage, resuming: bool) -> SearchLoop:
+        """The study (created, or opened to resume) and the loop that drives it."""
+        sampler = make_sampler(self.space)
+        if resuming:
+            # The seeded sampler would replay the first session's draws (its RNG starts over): the
+            # same recipes trained twice. A fresh seed; the history in the study still guides it.
+            sampler.reseed_rng()
+        self.study = st.open_study(self.space, storage, sampler, resuming, force=self.opts.force,
+                                   owner=str(self.run_dir.root.resolve()))
+        return SearchLoop(self.space, self.study, storage, self.n_trials, self._on_start, self._on_finish,
+                          on_message=self._on_message)
+
     # -- the whole job
     def run(self) -> pd.DataFrame:
         space, opts, run = self.space, self.opts, self.run_dir
@@ -190,15 +206,7 @@ class SearchDriver:
             self.run_lock.publish(opts.command)  # who drives it, for a second command's refusal
             url = opts.storage or run.default_storage()
             storage = storage or st.make_storage(url)
-            sampler = make_sampler(space)
-            if resuming:
-                # The seeded sampler would replay the first session's draws (its RNG starts over): the
-                # same recipes trained twice. A fresh seed; the history in the study still guides it.
-                sampler.reseed_rng()
-            self.study = st.open_study(space, storage, sampler, resuming, force=opts.force,
-                                       owner=str(run.root.resolve()))
-            self.loop = SearchLoop(space, self.study, storage, self.n_trials, self._on_start, self._on_finish,
-                                   on_message=self._on_message)
+            self.loop = self._make_loop(storage, resuming)
             self.loop.plugins = self.shipment.payload()
             recovered, baselines = self.loop.prepare(resuming)
             changed = user_code.changed_since(run.read_meta()) if resuming else None
@@ -241,12 +249,15 @@ class SearchDriver:
             raise
         finally:
             interrupts.restore(previous_handlers)
-        df = self._write_csv()
+        return self._finish(self._write_csv())
+
+    def _finish(self, df: pd.DataFrame) -> pd.DataFrame:
+        """The search ended: run.json, the final report, the summary."""
         self.ui.stop()
         self._log_confirmation(df)
         self._close("finished")
         self._report(final=True)
-        self.ui.summary(df, space)
+        self.ui.summary(df, self.space)
         return df
 
     def _executor(self) -> Any:

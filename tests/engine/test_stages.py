@@ -91,7 +91,8 @@ def test_the_lr_sweep_runs_first_and_the_baseline_takes_its_best_lr(tmp_path, ma
 
 
 def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp_path, make_space):
-    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2, "seeds": 3},
+    # the paired baseline (every budget x 3 seeds) costs about what the baseline stage did: a larger share
+    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2, "seeds": 3, "max_share": 0.6},
                        budgets=[0.25, 0.5, 1], trials=16)
     loop, study, messages = open_loop(tmp_path, space)
     loop.run(InProcess(fake_result, concurrency=2))
@@ -100,6 +101,15 @@ def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp
     assert st.count_finished(earlier) == 16 and loop.plan is not None and loop.plan.candidates
     assert len(confirm) == len(loop.plan.runs) and all(t.state.name == "COMPLETE" for t in confirm)
     assert min(t.number for t in confirm) > max(t.number for t in earlier)  # after every proposal
+    # the paired baseline: the baseline's params at every budget x the confirmation's seeds, once each
+    paired = [t for t in confirm if t.user_attrs["is_baseline"]]
+    assert Counter((t.params["budget"], st.seed_index(t)) for t in paired) == Counter(
+        {(b, s): 1 for b in space.budgets for s in range(3)})
+    base_params = {t.params["budget"]: t.params for t in earlier if t.user_attrs["is_baseline"]}
+    assert all(t.params == base_params[t.params["budget"]] for t in paired)
+    # interleaved: the paired baseline's runs are spread through the stage, not queued as one block
+    order = [t.user_attrs["is_baseline"] for t in sorted(confirm, key=lambda t: t.number)]
+    assert order.index(True) < len(order) // 3 and len(order) - 1 - order[::-1].index(True) > 2 * len(order) // 3
     for number in loop.plan.candidates:
         proposal = study.trials[number]
         mine = [t for t in confirm if t.user_attrs["of_trial"] == number]
@@ -132,7 +142,7 @@ def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
 
 
 def test_a_killed_driver_during_confirmation_resumes_without_losing_or_repeating_runs(tmp_path, make_space):
-    space = make_space(metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 2, "seeds": 2},
+    space = make_space(metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 2, "seeds": 2, "max_share": 0.6},
                        budgets=[0.25, 0.5, 1], trials=12)
     loop, study, _ = open_loop(tmp_path, space)
     with pytest.raises(KeyboardInterrupt):
