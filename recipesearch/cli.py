@@ -18,6 +18,7 @@ COMMANDS = {
     "search": "Search recipes (algorithms x hyperparameters x budgets) for the accuracy/time Pareto frontier",
     "report": "Rebuild the report (frontier, speedups, plots, HTML) of a search run directory",
     "export": "Copy the frontier recipes of a run directory to another folder",
+    "replicate": "Retrain a finished search's claims and its baseline with fresh seeds here; score on test",
     "algorithms": "List the speed-up algorithms with their defaults and descriptions",
     "models": "List the registered models",
     "datasets": "List the registered datasets",

@@ -391,8 +391,10 @@ class SearchDriver:
         except Exception as exc:  # noqa: BLE001 - a half-written trial stays RUNNING; --resume handles it
             self.ui.message(f"warning: could not record the interrupted trials ({exc}); --resume will")
         self._close("interrupted", interrupted_trials=n)
-        self.ui.message(f"interrupted; {n} trial(s) in flight will run again with: recipesearch search "
-                        f"{self.space.path or 'SPACE'} --out {self.run_dir.root} --resume")
+        self.ui.message(f"interrupted; {n} trial(s) in flight will run again with: {self._resume_command()}")
+
+    def _resume_command(self) -> str:
+        return f"recipesearch search {self.space.path or 'SPACE'} --out {self.run_dir.root} --resume"
 
     def _release_locks(self) -> None:
         for attr in ("study_lock", "run_lock"):

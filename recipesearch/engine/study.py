@@ -45,6 +45,7 @@ OWNER = "run_dir"  # study user attr: the run directory that created the study
 # (baseline.tune_lr), the baseline runs (every budget x seeds), the proposals (sampled or swept), the
 # confirmation re-runs of the best proposals (extra seeds, every budget; user attr ``of_trial``).
 TUNE, BASELINE, SEARCH, CONFIRM, SIMPLIFY = "tune", "baseline", "search", "confirm", "simplify"
+REPLICATE = "replicate"  # ``recipesearch replicate``'s runs, in a study of their own (engine/replicate.py)
 STAGE, SEED_INDEX, OF_TRIAL = "stage", "seed_index", "of_trial"
 # What an enqueued trial carries into its re-run when it is interrupted.
 # A trial whose worker died on every attempt Tune allowed (node lost, killed for memory), and how many
@@ -58,7 +59,7 @@ RUNGS, PRUNED_AT, PRUNE_REASON, PROMOTED_FROM = "rungs", "pruned_at", "prune_rea
 DUPLICATE_OF = "duplicate_of"
 # What a re-run inherits: its stage and seed, and the worker deaths its run already had (``RETRIES``: each
 # death of the run's worker so far, the one that ended a FAIL included).
-CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM)
+CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM, "arm")  # arm: a replication's
 
 
 # 1) opening -----------------------------------------------------------------------------------------
@@ -270,7 +271,7 @@ def is_interrupted(t: FrozenTrial) -> bool:
 def stage_of(t: FrozenTrial | optuna.Trial) -> str:
     """The trial's stage; trials of studies written before stages existed: baseline or search."""
     stage = t.user_attrs.get(STAGE)
-    if stage in (TUNE, BASELINE, SEARCH, CONFIRM, SIMPLIFY):
+    if stage in (TUNE, BASELINE, SEARCH, CONFIRM, SIMPLIFY, REPLICATE):
         return stage
     return BASELINE if t.user_attrs.get("is_baseline") else SEARCH
 
