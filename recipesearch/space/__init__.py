@@ -82,25 +82,20 @@ Modules: ``schema`` (pydantic models of the file), ``param_entries`` (one parame
 
 from __future__ import annotations
 
+from recipesearch.space.execution import Execution, Resources, TrialResources, resolve_resources
 from recipesearch.space.loading import load_space, loads_space, space_from_dict
 from recipesearch.space.param_entries import KINDS
 from recipesearch.space.params import STEPS, ChoicesParam, GridParam, ParamSpec, RangeParam, ScaleParam
 from recipesearch.space.sampler_spec import SAMPLER_OPTIONS, SAMPLERS, SamplerSpec
 from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS, RESERVED_FIELDS, SpaceFile
-from recipesearch.space.search_space import (
-    AlgorithmSpec,
-    Resources,
-    SchedulerSpec,
-    SearchSpace,
-    SimplifySpec,
-    TrialResources,
-    params_key,
-    resolve_resources,
-)
+from recipesearch.space.scoring import Scoring
+from recipesearch.space.search_space import AlgorithmSpec, Origin, SearchSpace, params_key
+from recipesearch.space.stages import BaselineSpec, ConfirmSpec, SchedulerSpec, SimplifySpec
 
 __all__ = [
     "CONSTRAINT_KEYS", "DIRECTIONS", "KINDS", "RESERVED_FIELDS", "SAMPLERS", "SAMPLER_OPTIONS", "STEPS",
-    "AlgorithmSpec", "ChoicesParam", "GridParam", "ParamSpec", "RangeParam", "Resources", "SamplerSpec",
-    "ScaleParam", "SchedulerSpec", "SearchSpace", "SimplifySpec", "SpaceFile", "TrialResources", "load_space",
-    "loads_space", "params_key", "resolve_resources", "space_from_dict",
+    "AlgorithmSpec", "BaselineSpec", "ChoicesParam", "ConfirmSpec", "Execution", "GridParam", "Origin", "ParamSpec",
+    "RangeParam", "Resources", "SamplerSpec", "ScaleParam", "SchedulerSpec", "Scoring", "SearchSpace",
+    "SimplifySpec", "SpaceFile", "TrialResources", "load_space", "loads_space", "params_key", "resolve_resources",
+    "space_from_dict",
 ]
