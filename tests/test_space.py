@@ -401,3 +401,9 @@ def test_digits_space_is_the_embedded_default() -> None:
     s = load_space(ROOT / "search_spaces" / "digits.yaml")
     assert s.trials >= 24 and s.concurrency == 2 and s.threads_per_trial == 1
     assert s.budgets == [0.25, 0.5, 1.0, 2.0] and s.directions == ["maximize", "minimize"]
+
+
+def test_with_checkpoint_minutes_changes_only_the_copy(space: SearchSpace) -> None:
+    off = space.with_checkpoint_minutes(0)
+    assert off.checkpoint_minutes is None and off.execution.checkpoint_minutes is None
+    assert space.checkpoint_minutes == 10.0 and off.hash == space.hash and off.trials == space.trials

@@ -27,7 +27,7 @@ from recipesearch.engine.samplers import make_sampler
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, RunLog
 from recipesearch.runlock import FileLock, lock_run_dir
-from recipesearch.space.search_space import TrialResources, resolve_resources
+from recipesearch.space.execution import TrialResources, resolve_resources
 
 if TYPE_CHECKING:
     import optuna

@@ -10,7 +10,8 @@ Every problem is a one-line ``ConfigError`` (``space.yaml:12: hparams.optimizer.
 ``budgets: list[float]``, ``objectives: list[str]`` (accuracy plus train_seconds and/or cost, in the order written),
 ``directions: list[str]`` ("maximize" for accuracy, "minimize" otherwise, same order), ``metric_split``
 ("val" by default | "test": which accuracy is the objective; with "val" a base recipe without a
-validation split gets ``data.val_fraction: 0.1``), ``baseline: BaselineSpec(seeds, tune_lr)``,
+validation split gets ``data.val_fraction: 0.1``), ``selection_column`` (the trials column selection reads:
+``val_accuracy`` for "val", ``accuracy`` for "test"), ``baseline: BaselineSpec(seeds, tune_lr)``,
 ``confirm: ConfirmSpec(enabled, top_k, seeds, max_share)`` (``confirm: false`` turns the stage off),
 ``simplify: SimplifySpec(enabled, budget)`` (the stage after the confirmation, engine/simplify.py; off by
 default; operational, not in the hash, ``with_simplify`` makes a changed copy),
@@ -26,6 +27,9 @@ is up; ``workers`` > 1: data-parallel trials, cpus and gpus per worker),
 the hash, ``with_checkpoint_minutes`` makes a changed copy), ``path: Path | None``,
 ``text: str`` (exact source YAML), ``hash: str`` (12 hex, sha256 of the canonical validated content; the
 display ``name`` is not part of it), ``params: list[ParamSpec]`` (every sampled parameter, in ask order).
+Grouped as the constructor takes them: ``scoring: Scoring`` (objectives, metric_split, constraints,
+price_per_hour), ``execution: Execution`` (trials, concurrency, resources, threads_per_trial, max_failures,
+checkpoint_minutes), ``origin: Origin`` (path, text, source); the attributes above read through to them.
 
 Methods:
 - ``suggest(trial) -> dict[str, Any]`` define-by-run on an ``optuna.Trial`` (or Ray's captor, or
@@ -74,33 +78,31 @@ Space file format: see search_spaces/digits.yaml (the schema: ``schema.SpaceFile
 Each kind is a ``ParamSpec`` subclass (``params.py``): ``suggest(trial)``, ``value(param)``, and the sweep's
 ``ladder()`` / ``neighbours(value, k)``.
 
-Modules: ``schema`` (pydantic models of the file), ``param_entries`` (one parameter as written, and its
-``ParamSpec``), ``params`` (the kinds), ``sampler_spec`` (sampler names and options), ``loading`` (file ->
-``SearchSpace``, the checks that need the base recipe), ``search_space`` (``SearchSpace``), ``messages``
-(one-line errors). Nothing here imports ``recipesearch.engine``.
+Modules: ``schema`` (pydantic models of the file), ``stage_entries`` (its baseline / confirm / simplify
+sections), ``param_entries`` (one parameter as written, and its ``ParamSpec``), ``params`` (the kinds),
+``sampler_spec`` (sampler names and options), ``loading`` (file -> ``SearchSpace``, the checks that need the
+base recipe), ``search_space`` (``SearchSpace``), ``scoring`` (``Scoring``: objectives, selection split,
+constraints, price), ``execution`` (``Execution``: trials, concurrency, ``Resources``, threads, retries,
+checkpoints), ``stages`` (the baseline / confirm / simplify / scheduler specs), ``messages`` (one-line
+errors). Nothing here imports ``recipesearch.engine``.
 """
 
 from __future__ import annotations
 
+from recipesearch.space.execution import Execution, Resources, TrialResources, resolve_resources
 from recipesearch.space.loading import load_space, loads_space, space_from_dict
 from recipesearch.space.param_entries import KINDS
 from recipesearch.space.params import STEPS, ChoicesParam, GridParam, ParamSpec, RangeParam, ScaleParam
 from recipesearch.space.sampler_spec import SAMPLER_OPTIONS, SAMPLERS, SamplerSpec
 from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS, RESERVED_FIELDS, SpaceFile
-from recipesearch.space.search_space import (
-    AlgorithmSpec,
-    Resources,
-    SchedulerSpec,
-    SearchSpace,
-    SimplifySpec,
-    TrialResources,
-    params_key,
-    resolve_resources,
-)
+from recipesearch.space.scoring import Scoring
+from recipesearch.space.search_space import AlgorithmSpec, Origin, SearchSpace, params_key
+from recipesearch.space.stages import BaselineSpec, ConfirmSpec, SchedulerSpec, SimplifySpec
 
 __all__ = [
     "CONSTRAINT_KEYS", "DIRECTIONS", "KINDS", "RESERVED_FIELDS", "SAMPLERS", "SAMPLER_OPTIONS", "STEPS",
-    "AlgorithmSpec", "ChoicesParam", "GridParam", "ParamSpec", "RangeParam", "Resources", "SamplerSpec",
-    "ScaleParam", "SchedulerSpec", "SearchSpace", "SimplifySpec", "SpaceFile", "TrialResources", "load_space",
-    "loads_space", "params_key", "resolve_resources", "space_from_dict",
+    "AlgorithmSpec", "BaselineSpec", "ChoicesParam", "ConfirmSpec", "Execution", "GridParam", "Origin", "ParamSpec",
+    "RangeParam", "Resources", "SamplerSpec", "ScaleParam", "SchedulerSpec", "Scoring", "SearchSpace",
+    "SimplifySpec", "SpaceFile", "TrialResources", "load_space", "loads_space", "params_key", "resolve_resources",
+    "space_from_dict",
 ]

@@ -14,22 +14,15 @@ from recipesearch.algorithms import get_algorithm
 from recipesearch.errors import ConfigError
 from recipesearch.plugins import add_search_dir
 from recipesearch.recipe import Recipe, load_recipe, recipe_from_dict, set_dotted
+from recipesearch.space.execution import Execution, Resources
 from recipesearch.space.messages import Located
 from recipesearch.space.param_entries import KindEntry, Target
 from recipesearch.space.params import ChoicesParam, GridParam, ParamSpec
 from recipesearch.space.sampler_spec import SamplerSpec
 from recipesearch.space.schema import RESERVED_FIELDS, AlgorithmEntry, SpaceFile
-from recipesearch.space.search_space import (
-    DEFAULT_VAL_FRACTION,
-    AlgorithmSpec,
-    BaselineSpec,
-    ConfirmSpec,
-    Resources,
-    SchedulerSpec,
-    SearchSpace,
-    SimplifySpec,
-    conflicts,
-)
+from recipesearch.space.scoring import DEFAULT_VAL_FRACTION, Scoring
+from recipesearch.space.search_space import AlgorithmSpec, Origin, SearchSpace, conflicts
+from recipesearch.space.stages import BaselineSpec, ConfirmSpec, SchedulerSpec, SimplifySpec
 from recipesearch.yamlio import LineMap, parse_yaml, read_yaml
 
 
@@ -83,23 +76,23 @@ def space_from_dict(
 
     space = SearchSpace(
         name=file.name if file.name is not None else (Path(source).stem if path is not None else "search"),
-        base=base, budgets=file.budgets, objectives=file.objectives, metric_split=file.metric_split,
-        constraints=file.constraints.as_dict(),
+        base=base, budgets=file.budgets, seed=file.seed, hparams=hparams, fixed=fixed, algorithms=algorithms,
         sampler=SamplerSpec(name=file.sampler.name, seed=file.sampler_seed, options=file.sampler.options),
-        trials=file.trials, concurrency=file.concurrency,
-        resources=Resources(cpus=file.resources.cpus, gpus=file.resources.worker_gpus,
-                            workers=file.resources.workers), threads_per_trial=file.threads,
-        seed=file.seed, price_per_hour=file.price_per_hour, max_failures=file.max_failures,
-        checkpoint_minutes=file.checkpoint_minutes or None,
+        scoring=Scoring(objectives=file.objectives, metric_split=file.metric_split,
+                        constraints=file.constraints.as_dict(), price_per_hour=file.price_per_hour),
+        execution=Execution(trials=file.trials, concurrency=file.concurrency,
+                            resources=Resources(cpus=file.resources.cpus, gpus=file.resources.worker_gpus,
+                                                workers=file.resources.workers),
+                            threads_per_trial=file.threads, max_failures=file.max_failures,
+                            checkpoint_minutes=file.checkpoint_minutes or None),
         scheduler=SchedulerSpec(name=file.scheduler.name, reduction_factor=file.scheduler.reduction_factor,
                                 min_fraction=file.scheduler.min_fraction),
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),
         confirm=ConfirmSpec(enabled=file.confirm.enabled, top_k=file.confirm.top_k, seeds=file.confirm.seeds,
                             max_share=file.confirm.max_share),
         simplify=SimplifySpec(enabled=file.simplify.enabled, budget=file.simplify.budget),
-        hparams=hparams, fixed=fixed, algorithms=algorithms,
-        path=Path(path) if path is not None else None,
-        text=text if text is not None else yaml.safe_dump(data, sort_keys=False), source=source,
+        origin=Origin(path=Path(path) if path is not None else None, source=source,
+                      text=text if text is not None else yaml.safe_dump(data, sort_keys=False)),
     )
     # The baseline must be a valid recipe at every budget (catches e.g. a fixed value that breaks it).
     for b in space.budgets:

@@ -15,9 +15,11 @@ from typing import Any, Literal
 from recipesearch.algorithms.interactions import forbidden_pairs
 from recipesearch.errors import ConfigError
 from recipesearch.recipe import Recipe, recipe_from_dict, set_dotted
+from recipesearch.space.execution import Execution, Resources
 from recipesearch.space.params import ParamSpec
 from recipesearch.space.sampler_spec import SamplerSpec
-from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS, rungs_problem
+from recipesearch.space.scoring import Scoring
+from recipesearch.space.stages import BaselineSpec, ConfirmSpec, SchedulerSpec, SimplifySpec
 
 
 @dataclass(frozen=True)
@@ -40,154 +42,17 @@ class AlgorithmSpec:
                 "fixed": self.fixed, "in_base": self.in_base}
 
 
-@dataclass(frozen=True)
-class Resources:
-    """Ray resources of one trial, as the space (or --cpus-per-trial / --gpus-per-trial) asks them:
-    ``gpus`` is a number or ``"auto"`` (kept literal: part of the space hash, resolved at run time by
-    ``resolve_resources``). With ``workers`` > 1 a trial trains data-parallel on that many workers, and
-    ``cpus`` and ``gpus`` are each worker's."""
-
-    cpus: float = 1.0
-    gpus: float | str = "auto"
-    workers: int = 1
-
-    def override(self, cpus: float | None = None, gpus: float | str | None = None) -> Resources:
-        """These resources with the command line's values in place of the space's (None: the space's)."""
-        return Resources(cpus=self.cpus if cpus is None else float(cpus),
-                         gpus=self.gpus if gpus is None else (gpus if gpus == "auto" else float(gpus)),
-                         workers=self.workers)
-
-    def canonical(self) -> dict[str, Any]:
-        """For the space hash: ``workers`` only when > 1, so the hashes of one-worker spaces stay as they were."""
-        out = asdict(self)
-        if self.workers == 1:
-            del out["workers"]
-        return out
-
-
-@dataclass(frozen=True)
-class TrialResources:
-    """What each trial gets on this cluster: ``Resources`` with ``gpus: auto`` resolved."""
-
-    cpus: float
-    gpus: float
-    auto: bool  # gpus was auto
-    cluster_gpus: float
-    base_device: str
-    workers: int = 1  # data-parallel workers of one trial, each with ``cpus`` and ``gpus``
-
-    def as_dict(self) -> dict[str, Any]:
-        """For run.json: the resolved shape, what was asked and the cluster it was resolved on."""
-        return {"cpus": self.cpus, "gpus": self.gpus, "gpus_asked": "auto" if self.auto else self.gpus,
-                "cluster_gpus": self.cluster_gpus, **({"workers": self.workers} if self.workers > 1 else {})}
-
-    def describe(self) -> str:
-        """The run header's words: ``each trial: 1 CPU, 1 GPU (auto: the cluster has 4 GPUs)``."""
-        cpu = _count(self.cpus, "CPU")
-        have = _count(self.cluster_gpus, "GPU")
-        if self.gpus > 0:
-            gpu = _count(self.gpus, "GPU")
-            per = f"{round(1 / self.gpus):g} trials per GPU; " if self.gpus < 1 else ""
-            why = f"auto: the cluster has {have}" if self.auto else f"{per}the cluster has {have}"
-        else:
-            gpu = "no GPU"
-            if not self.cluster_gpus:
-                why = "the cluster has none"
-            elif self.auto:
-                why = f"auto: the base recipe's device is {self.base_device}; the cluster has {have}"
-            else:
-                why = f"resources.gpus: 0; the cluster has {have}"
-        if self.workers > 1:
-            return f"each trial: {self.workers} data-parallel workers, each {cpu}, {gpu} ({why})"
-        return f"each trial: {cpu}, {gpu} ({why})"
-
-
-def _count(n: float, unit: str) -> str:
-    return f"{n:g} {unit}" + ("s" if n > 1 else "")
-
-
-def resolve_resources(resources: Resources, cluster_gpus: float, base_device: str) -> TrialResources:
-    """``gpus: auto``: one GPU a trial when the cluster has a GPU and the base recipe does not insist on the
-    CPU (``device: cpu``), else none. Numbers are kept as asked (``0.5``: two trials share a GPU). A trial
-    of N workers gets a GPU per worker under ``auto`` only where the cluster has N GPUs."""
-    auto = resources.gpus == "auto"
-    wants_gpu = cluster_gpus >= resources.workers and base_device != "cpu"
-    gpus = (1.0 if wants_gpu else 0.0) if auto else float(resources.gpus)
-    return TrialResources(cpus=float(resources.cpus), gpus=gpus, auto=auto, cluster_gpus=float(cluster_gpus),
-                          base_device=base_device, workers=resources.workers)
-
-
 LR = "optimizer.lr"  # the parameter ``baseline.tune_lr`` sweeps
-DEFAULT_VAL_FRACTION = 0.1  # share of train held out when a val-selecting space's base has no split
 
 
 @dataclass(frozen=True)
-class BaselineSpec:
-    """``baseline:`` of the space file (schema.BaselineEntry): seeds per budget, LR sweep first or not."""
+class Origin:
+    """Where a space was read from: ``path`` (None: not from a file), ``text`` (the exact source YAML) and
+    ``source`` (the name errors carry). Not part of the space hash."""
 
-    seeds: int = 3
-    tune_lr: bool = False
-
-
-@dataclass(frozen=True)
-class ConfirmSpec:
-    """``confirm:`` of the space file (schema.ConfirmEntry): the confirmation stage after the proposals."""
-
-    enabled: bool = True
-    top_k: int = 5
-    seeds: int = 3  # seeds in all per (recipe, budget), the proposal's own run included
-    max_share: float = 0.4  # of the whole search's compute
-
-
-@dataclass(frozen=True)
-class SimplifySpec:
-    """``simplify:`` of the space file (schema.SimplifyEntry): the stage after the confirmation."""
-
-    enabled: bool = False
-    budget: float | None = None  # None: the largest budget
-
-
-@dataclass(frozen=True)
-class SchedulerSpec:
-    """``scheduler:`` of the space file (schema.SchedulerEntry): early stopping at rungs, promotion across
-    budgets (``recipesearch.analysis.rungs``)."""
-
-    name: str = "fifo"
-    reduction_factor: int = 3
-    min_fraction: float = 1 / 9
-
-    @property
-    def prunes(self) -> bool:
-        """Trials report at rungs and may be stopped there (MO-ASHA)."""
-        return "moasha" in self.name
-
-    @property
-    def promotes(self) -> bool:
-        """New proposals start at the cheapest budget; the best move up a budget."""
-        return "promote" in self.name
-
-    def rungs(self) -> tuple[float, ...]:
-        from recipesearch.analysis.rungs import rung_fractions
-
-        return rung_fractions(self.reduction_factor, self.min_fraction) if self.prunes else ()
-
-    def problem(self) -> tuple[str, str] | None:
-        """(field under ``scheduler``, message) when it asks for moasha and has no rung (schema.rungs_problem)."""
-        return rungs_problem(self.name, self.reduction_factor, self.min_fraction,
-                             not math.isclose(self.min_fraction, SchedulerSpec.min_fraction))
-
-    def warning(self, budgets: list[float]) -> str | None:
-        """Why this scheduler would do less than its name says with these budgets (None: it does all of it).
-
-        Promotion with one budget has nowhere to promote to: a warning, not a refusal, because the search
-        still runs right (as fifo, or moasha) and cutting a space to one budget for a quick run should not
-        need a second edit of its scheduler; the line says what is left of it."""
-        if self.promotes and len(budgets) == 1:
-            rest = "moasha" if self.prunes else "fifo"
-            return (f"{self.name} with one budget ({budgets[0]:g}): promotion moves the best proposals up to the "
-                    f"next budget and there is none, so nothing is promoted (it runs as {rest}); list more budgets "
-                    "or drop promote")
-        return None
+    path: Path | None = None
+    text: str = ""
+    source: str = "<string>"
 
 
 class _Filler:
@@ -211,7 +76,12 @@ class _Filler:
 
 
 class SearchSpace:
-    """A validated search space; build it with ``load_space`` / ``space_from_dict`` (see module docstring)."""
+    """A validated search space; build it with ``load_space`` / ``space_from_dict`` (see the package docstring).
+
+    What trials are made of is held here (base, budgets, hparams, fixed values, algorithms, seed, sampler);
+    the rest comes in groups: ``scoring`` (objectives, selection split, constraints, price), ``execution``
+    (trials, concurrency, resources, threads, retries, checkpoints), the stages and the scheduler, and
+    ``origin`` (path, text, source). The groups' fields read as attributes too (``space.trials``)."""
 
     def __init__(
         self,
@@ -219,41 +89,25 @@ class SearchSpace:
         name: str,
         base: Recipe,
         budgets: list[float],
-        objectives: list[str],
-        metric_split: Literal["test", "val"],
-        constraints: dict[str, float],
-        sampler: SamplerSpec,
-        trials: int,
-        concurrency: int,
-        resources: Resources,
-        threads_per_trial: int,
         seed: int,
-        price_per_hour: float | None,
         hparams: list[ParamSpec],
-        max_failures: int = 2,
-        checkpoint_minutes: float | None = None,
-        scheduler: SchedulerSpec = SchedulerSpec(),
-        baseline: BaselineSpec = BaselineSpec(),
-        confirm: ConfirmSpec = ConfirmSpec(),
-        simplify: SimplifySpec = SimplifySpec(),
         fixed: dict[str, Any],
         algorithms: dict[str, AlgorithmSpec],
-        path: Path | None = None,
-        text: str = "",
-        source: str = "<string>",
+        sampler: SamplerSpec,
+        scoring: Scoring,
+        execution: Execution,
+        scheduler: SchedulerSpec,
+        baseline: BaselineSpec,
+        confirm: ConfirmSpec,
+        simplify: SimplifySpec,
+        origin: Origin = Origin(),
     ):
-        self.name, self.base, self.budgets, self.objectives = name, base, budgets, objectives
-        self.directions = [DIRECTIONS[o] for o in objectives]
-        self.metric_split, self.constraints, self.sampler = metric_split, constraints, sampler
-        self.trials, self.concurrency, self.resources = trials, concurrency, resources
-        self.threads_per_trial, self.seed, self.price_per_hour = threads_per_trial, seed, price_per_hour
-        self.hparams, self.fixed, self.algorithms = hparams, fixed, algorithms
+        self.name, self.base, self.budgets, self.seed = name, base, budgets, seed
+        self.hparams, self.fixed, self.algorithms, self.sampler = hparams, fixed, algorithms, sampler
+        self.scoring, self.execution, self.origin = scoring, execution, origin
         self.baseline, self.confirm = baseline, confirm
-        self.max_failures = max_failures  # retries of a lost worker's trial; not in the hash (operational)
-        self.checkpoint_minutes = checkpoint_minutes  # between a trial's checkpoints, None: none (operational)
         self.scheduler = scheduler  # rungs and promotion; not in the hash (operational)
         self.simplify = simplify  # the stage after the confirmation; not in the hash (operational)
-        self.path, self.text, self.source = path, text, source
         # Lines about settings that do nothing, found at load (``loading.space_warnings``; ``load_space``
         # prints them): not part of the hash.
         self.warnings: tuple[str, ...] = ()
@@ -261,6 +115,68 @@ class SearchSpace:
         self._fixed_on = [a for a in base.algorithms if a not in algorithms]
         self._fixed_on += [a.name for a in algorithms.values() if a.always and a.name not in self._fixed_on]
         self.hash = hashlib.sha256(self._canonical().encode()).hexdigest()[:12]
+
+    # -- the groups' fields, read as the space's own attributes -------------------------------------------
+    @property
+    def objectives(self) -> list[str]:
+        return self.scoring.objectives
+
+    @property
+    def directions(self) -> list[str]:
+        return self.scoring.directions
+
+    @property
+    def metric_split(self) -> Literal["test", "val"]:
+        return self.scoring.metric_split
+
+    @property
+    def selection_column(self) -> str:
+        """The trials column selection reads: ``val_accuracy`` or ``accuracy`` (test), per ``metric_split``."""
+        return self.scoring.selection_column
+
+    @property
+    def constraints(self) -> dict[str, float]:
+        return self.scoring.constraints
+
+    @property
+    def price_per_hour(self) -> float | None:
+        return self.scoring.price_per_hour
+
+    @property
+    def trials(self) -> int:
+        return self.execution.trials
+
+    @property
+    def concurrency(self) -> int:
+        return self.execution.concurrency
+
+    @property
+    def resources(self) -> Resources:
+        return self.execution.resources
+
+    @property
+    def threads_per_trial(self) -> int:
+        return self.execution.threads_per_trial
+
+    @property
+    def max_failures(self) -> int:
+        return self.execution.max_failures
+
+    @property
+    def checkpoint_minutes(self) -> float | None:
+        return self.execution.checkpoint_minutes
+
+    @property
+    def path(self) -> Path | None:
+        return self.origin.path
+
+    @property
+    def text(self) -> str:
+        return self.origin.text
+
+    @property
+    def source(self) -> str:
+        return self.origin.source
 
     def with_scheduler(self, **changes: Any) -> SearchSpace:
         """A copy of this space with ``scheduler`` fields changed (``name="moasha"``, ``min_fraction=1/3``):
@@ -297,7 +213,7 @@ class SearchSpace:
         import copy
 
         new = copy.copy(self)
-        new.checkpoint_minutes = minutes or None
+        new.execution = replace(self.execution, checkpoint_minutes=minutes or None)
         return new
 
     # -- what the sampler sees -------------------------------------------------------------------------
@@ -428,28 +344,18 @@ class SearchSpace:
                     threads=self.threads_per_trial)
         return data
 
-    # -- objectives -----------------------------------------------------------------------------------
+    # -- objectives (``Scoring``) --------------------------------------------------------------------
     def cost(self, train_seconds: float) -> float | None:
-        """Price of the training time: train_seconds / 3600 × price_per_hour (None without a price)."""
-        return None if self.price_per_hour is None else train_seconds / 3600.0 * self.price_per_hour
+        return self.scoring.cost(train_seconds)
 
     def objective_values(self, accuracy: float, train_seconds: float) -> list[float]:
-        values = {"accuracy": accuracy, "train_seconds": train_seconds, "cost": self.cost(train_seconds)}
-        return [float(values[o]) for o in self.objectives]  # type: ignore[arg-type]
+        return self.scoring.objective_values(accuracy, train_seconds)
 
     def constraint_dict(self, accuracy: float, train_seconds: float) -> dict[str, float]:
-        """``{constraint key: value}`` in CONSTRAINT_KEYS order; <= 0 means satisfied (Optuna's convention)."""
-        cost = train_seconds / 3600.0 * (self.price_per_hour or 0.0)
-        excess = {
-            "accuracy_min": lambda bound: bound - accuracy,
-            "train_seconds_max": lambda bound: train_seconds - bound,
-            "cost_max": lambda bound: cost - bound,
-        }
-        return {k: float(excess[k](self.constraints[k])) for k in CONSTRAINT_KEYS if k in self.constraints}
+        return self.scoring.constraint_dict(accuracy, train_seconds)
 
     def constraints_values(self, accuracy: float, train_seconds: float) -> list[float]:
-        """The values of ``constraint_dict`` as a list (empty without constraints)."""
-        return list(self.constraint_dict(accuracy, train_seconds).values())
+        return self.scoring.constraints_values(accuracy, train_seconds)
 
     # -- identity -------------------------------------------------------------------------------------
     def _canonical(self) -> str:

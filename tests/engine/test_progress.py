@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -42,7 +43,8 @@ def test_the_live_table_selects_on_the_spaces_metric_and_prints_one_summary(make
     from recipesearch.engine.progress import LogUI, front_table, headline
 
     space = make_space()
-    space.metric_split = "val"  # the table, speedups and headline read val_accuracy, never the test column
+    # the table, speedups and headline read val_accuracy, never the test column
+    space.scoring = replace(space.scoring, metric_split="val")
     rows = [  # number, state, is_baseline, budget, algorithms, accuracy (test), val_accuracy, train_seconds
         (0, "COMPLETE", True, 0.5, "", 0.10, 0.80, 1.0), (1, "COMPLETE", True, 1.0, "", 0.10, 0.90, 2.0),
         (2, "COMPLETE", False, 0.5, "label_smoothing", 0.99, 0.90, 1.0),
