@@ -7,22 +7,19 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
+import bench.gpu as gpu
+import bench.gpu_airbench as gpu_airbench
+import bench.gpu_data as gpu_data
+import bench.gpu_extra as gpu_extra
+import bench.run_all as run_all
 
-import bench.gpu as gpu  # noqa: E402
-import bench.gpu_airbench as gpu_airbench  # noqa: E402
-import bench.gpu_data as gpu_data  # noqa: E402
-import bench.gpu_extra as gpu_extra  # noqa: E402
-import bench.run_all as run_all  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")

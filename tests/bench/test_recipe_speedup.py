@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
+from bench.recipe_speedup import front_candidates, search_baselines
 
-from bench.recipe_speedup import front_candidates, search_baselines  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _row(number: int, budget: float, acc: float, secs: float, baseline: bool, algorithms: str = "") -> dict:

@@ -6,18 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
-
-from bench.replay import (  # noqa: E402
+from bench.replay import (
     Table,
     TrialRecord,
     enumerate_space,

@@ -1,16 +1,9 @@
 """§4's real-search arms (bench/search_efficiency.py): each swaps the sampler and the scheduler only."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.search_efficiency import REAL_ARMS, real_space  # noqa: E402
+from bench.search_efficiency import REAL_ARMS, real_space
 
 
 def test_issue_14s_seven_arms_and_promotion_with_the_model_based_samplers():
