@@ -263,7 +263,7 @@ def confirmed_candidates(
     front's most accurate recipe when it is another one. Empty when the run confirmed no curve (older runs):
     ``front_candidates`` and ``longer_budget_arms`` then pick from the unconfirmed front.
     """
-    from bench.replication import _recipe_of, claims
+    from bench.replication import claims, recipe_of
 
     f, found = claims(run_dir)
     # a confirmed curve; else a confirmed point (its recipe, trained at every budget by the confirmation stage)
@@ -271,7 +271,7 @@ def confirmed_candidates(
     if not pool:
         return [], {}
     best = max(pool, key=lambda c: c["speedup"])
-    rec = _recipe_of(f, best["recipe_key"])
+    rec = recipe_of(f, best["recipe_key"])
     trained = set(f.points.loc[f.points["recipe_key"] == best["recipe_key"], "budget"].astype(float))
     longest = max(trained | set(best["budgets"]))
     budgets = sorted(trained | set(best["budgets"]) | {b for b in curve_budgets if b > longest + 1e-9})

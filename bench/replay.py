@@ -123,7 +123,7 @@ class Table:
                 v = r.get(f"params_{n}")
                 if v is None or (isinstance(v, float) and math.isnan(v)):
                     continue
-                params[n] = _typed(v)
+                params[n] = param_value(v)
             rungs = r.get("rungs")
             rows.append((params, float(r["accuracy"]), float(r["train_seconds"]),
                          json.loads(rungs) if isinstance(rungs, str) and rungs else None))
@@ -136,7 +136,7 @@ class Table:
         return cls.from_trials(pd.read_csv(path), space)
 
 
-def _typed(v: Any) -> Any:
+def param_value(v: Any) -> Any:
     """CSV cells back to params values: 'True'/'False' to bool, numpy scalars to Python."""
     if isinstance(v, str):
         if v in ("True", "False"):

@@ -495,7 +495,7 @@ def peer_run(space: Any, table: Any, seed: int, n_trials: int, rule: str, worker
     from syne_tune.optimizer.scheduler import SchedulerDecision
     from syne_tune.optimizer.schedulers.multiobjective.moasha import MOASHA
 
-    from bench.replay import _typed
+    from bench.replay import param_value
 
     names = space.param_names()
     values = {n: sorted({p[n] for p in table.params if n in p}) for n in names}
@@ -512,7 +512,7 @@ def peer_run(space: Any, table: Any, seed: int, n_trials: int, rule: str, worker
     def start(now: float) -> None:
         tid = len(running) + len(out)
         suggestion = moasha.suggest()  # drawn for the baselines too: both rules see the same sequence
-        params = baselines.pop(0) if baselines else {n: _typed(v) for n, v in suggestion.config.items()}
+        params = baselines.pop(0) if baselines else {n: param_value(v) for n, v in suggestion.config.items()}
         trial = Trial(trial_id=tid, config=params, creation_time=datetime.now())
         moasha.on_trial_add(trial)
         i = table.index(params)
