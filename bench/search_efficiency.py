@@ -587,47 +587,9 @@ def _curve_points(trials: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]
 
 def median_curve(curves: list[tuple[np.ndarray, np.ndarray]], grid: np.ndarray) -> np.ndarray:
     """Median over runs of "hypervolume reached with at most t seconds of training" on ``grid``."""
-    return np.median(_on_grid(curves, grid), axis=0)
+    from recipesearch.analysis.hypervolume_reach import on_grid
 
-
-def _on_grid(curves: list[tuple[np.ndarray, np.ndarray]], grid: np.ndarray) -> np.ndarray:
-    """(runs, grid) values of each run's step function; a run that ended before t keeps its final value
-    (it reached that much with no more than t)."""
-    vals = []
-    for secs, hv in curves:
-        idx = np.searchsorted(np.asarray(secs), grid, side="right") - 1
-        vals.append(np.where(idx >= 0, np.asarray(hv)[np.clip(idx, 0, None)], 0.0))
-    return np.array(vals).reshape(len(curves), len(grid))
-
-
-def _first_reach(values: np.ndarray, grid: np.ndarray, target: float) -> float:
-    hit = np.nonzero(values >= target * (1 - 1e-12))[0]
-    return float(grid[hit[0]]) if len(hit) else math.inf
-
-
-def _quantiles(values: list[float], qs: tuple[float, ...]) -> list[float]:
-    """Percentiles where inf (never reached) is a value, larger than all: inf wherever it decides."""
-    big = 1e300
-    v = np.array([x if math.isfinite(x) else big for x in values], dtype=float)
-    return [math.inf if q >= big / 10 else float(q) for q in np.percentile(v, qs)]
-
-
-def bootstrap_ratio(arm: np.ndarray, random: np.ndarray, random_final: np.ndarray, grid: np.ndarray,
-                    n: int = BOOTSTRAP, seed: int = 0) -> list[float]:
-    """95% percentile interval of the compute ratio to random over seeds: both arms' seeds resampled (with
-    replacement, independently, random's own row too: its interval is the noise floor), the target and
-    random's compute recomputed from each resample."""
-    rng = np.random.default_rng(seed)
-    ratios = []
-    for _ in range(n):
-        ir = rng.integers(0, len(random), len(random))
-        ia = rng.integers(0, len(arm), len(arm))
-        target = float(np.median(random_final[ir]))
-        t_random = _first_reach(np.median(random[ir], axis=0), grid, target)
-        t_arm = _first_reach(np.median(arm[ia], axis=0), grid, target)
-        ratios.append(t_arm / t_random if t_random > 0 and math.isfinite(t_random) else math.nan)
-    ratios = [r for r in ratios if not math.isnan(r)]
-    return _quantiles(ratios, (2.5, 97.5)) if ratios else [math.nan, math.nan]
+    return np.median(on_grid(curves, grid), axis=0)
 
 
 def analyse(runs_by_arm: dict[str, list[list[dict[str, Any]]]], reference: np.ndarray,
@@ -639,8 +601,8 @@ def analyse(runs_by_arm: dict[str, list[list[dict[str, Any]]]], reference: np.nd
     bootstrap interval over seeds, whether that ratio meets the goal, and per seed how many reach the
     target at all and when.
     """
-    from bench.replay import time_to_reach
     from recipesearch.analysis import hypervolume_vs_compute
+    from recipesearch.analysis.hypervolume_reach import bootstrap_compute_ratio, first_reach, on_grid
 
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for arm, runs in runs_by_arm.items():
@@ -653,16 +615,16 @@ def analyse(runs_by_arm: dict[str, list[list[dict[str, Any]]]], reference: np.nd
     target = float(np.median([hv[-1] for _, hv in curves.get("random", [])])) if curves.get("random") else math.nan
     tmax = max((s[-1] for cs in curves.values() for s, _ in cs if len(s)), default=0.0)
     grid = np.linspace(0.0, tmax, 2001)
-    on_grid = {arm: _on_grid(cs, grid) for arm, cs in curves.items()}
-    random_t = _first_reach(np.median(on_grid["random"], axis=0), grid, target) if curves.get("random") else math.nan
+    sampled = {arm: on_grid(cs, grid) for arm, cs in curves.items()}
+    random_t = first_reach(grid, np.median(sampled["random"], axis=0), target) if curves.get("random") else math.nan
     random_final = np.array([hv[-1] for _, hv in curves.get("random", [])])
     rows = {}
     for arm, cs in curves.items():
-        per_seed = [time_to_reach(c, target) for c in cs]
+        per_seed = [first_reach(secs, hv, target) for secs, hv in cs]
         finite = [x for x in per_seed if math.isfinite(x)]
-        t = _first_reach(np.median(on_grid[arm], axis=0), grid, target)
+        t = first_reach(grid, np.median(sampled[arm], axis=0), target)
         ratio = t / random_t if random_t and math.isfinite(random_t) else math.nan
-        interval = (bootstrap_ratio(on_grid[arm], on_grid["random"], random_final, grid, bootstrap)
+        interval = (bootstrap_compute_ratio(sampled[arm], sampled["random"], random_final, grid, bootstrap)
                     if bootstrap and curves.get("random") else [math.nan, math.nan])
         rows[arm] = {
             "seeds": len(cs), "final_hv": summarize(hv[-1] for _, hv in cs),
@@ -822,7 +784,9 @@ def run(quick: bool = False, seeds_real: int | None = None, seeds_replay: int | 
 
 def _step_median(curves: list[list[list[float]]], grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Median and IQR over runs of step functions hv(t) sampled on ``grid``."""
-    a = _on_grid([(np.asarray(s), np.asarray(h)) for s, h in curves], grid)
+    from recipesearch.analysis.hypervolume_reach import on_grid
+
+    a = on_grid([(np.asarray(s), np.asarray(h)) for s, h in curves], grid)
     return np.median(a, 0), np.percentile(a, 25, 0), np.percentile(a, 75, 0)
 
 

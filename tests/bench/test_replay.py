@@ -21,10 +21,10 @@ from bench.replay import (
     oracle_search,
     replay,
     run_study,
-    time_to_reach,
     with_sampler,
     write_table,
 )
+from recipesearch.analysis.hypervolume_reach import first_reach
 
 BASE = {
     "model": {"name": "cnn", "width": 8}, "data": {"name": "digits"},
@@ -107,8 +107,8 @@ def test_hypervolume_curve_and_time_to_reach(space):
     records = run_study(with_sampler(space, "random", seed=0), synthetic, n_trials=12)
     (secs, hv), = hv_curves([records], reference=[0.0, 100.0])
     assert (hv[1:] >= hv[:-1]).all() and (secs[1:] >= secs[:-1]).all()
-    assert time_to_reach((secs, hv), hv[-1]) <= secs[-1]
-    assert time_to_reach((secs, hv), hv[-1] * 2) == math.inf
+    assert first_reach(secs, hv, hv[-1]) <= secs[-1]
+    assert first_reach(secs, hv, hv[-1] * 2) == math.inf
 
 
 # -- the oracle bound: the cheapest search that reaches a hypervolume, knowing the table -----------------
