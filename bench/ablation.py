@@ -48,7 +48,7 @@ def arms_of(recipe: dict[str, Any], base: dict[str, Any]) -> dict[str, dict[str,
 
 def fashion_frontier_recipe() -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(label, recipe at BUDGET, base recipe) from the newest Fashion-MNIST search's confirmed frontier."""
-    from bench.recipe_speedup import (
+    from bench.recipe_speedup_candidates import (
         confirmed_candidates,
         find_search_run,
         plain_baseline_curve,

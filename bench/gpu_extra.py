@@ -78,7 +78,7 @@ def fashion_mnist_speedups(n_seeds: int) -> dict[str, Any]:
 
 
 def _speedups(runs: list[dict[str, Any]], n_seeds: int) -> list[dict[str, Any]]:
-    from bench.recipe_speedup import curve_speedup
+    from bench.recipe_speedup_analysis import speedup_at_final_accuracy
 
     out = []
     for s in range(n_seeds):
@@ -88,7 +88,7 @@ def _speedups(runs: list[dict[str, Any]], n_seeds: int) -> list[dict[str, Any]]:
             rows = sorted((r for r in mine if r["arm"].startswith(kind)), key=lambda r: r["train_seconds"])
             return [r["train_seconds"] for r in rows], [r["accuracy"] for r in rows]
 
-        out.append({"seed": s, **curve_speedup(*curve("recipe"), *curve("baseline"))})
+        out.append({"seed": s, **speedup_at_final_accuracy(*curve("recipe"), *curve("baseline"))})
     return out
 
 
