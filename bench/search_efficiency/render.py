@@ -272,7 +272,7 @@ def _peer_text(rep: dict[str, Any]) -> list[str]:
             "steps), `grace_period` 1, `max_t` 9, `reduction_factor` 3. Not through Syne Tune's `Tuner` and "
             "simulator backend: those advance simulated time by the tuner's polling interval (and by real "
             "time spent outside the backend), so a trial of well under a second would reach its end before "
-            "its STOP is read; instead `bench/search_efficiency.py` (`peer_run`) drives MOASHA's own API with "
+            "its STOP is read; instead `bench/search_efficiency/peers.py` (`peer_run`) drives MOASHA's own API with "
             f"an explicit event clock, {peer['workers']} workers, asynchronous: each trial's recorded results "
             "arrive at its start time + their train_seconds, the earliest goes to `on_trial_result`, a STOP "
             "(and the last level) to `on_trial_remove` as its `Tuner` does, and a stopped trial frees its "
