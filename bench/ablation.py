@@ -46,9 +46,9 @@ def arms_of(recipe: dict[str, Any], base: dict[str, Any]) -> dict[str, dict[str,
     return arms
 
 
-def _source() -> tuple[str, dict[str, Any], dict[str, Any]]:
+def fashion_frontier_recipe() -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(label, recipe at BUDGET, base recipe) from the newest Fashion-MNIST search's confirmed frontier."""
-    from bench.recipe_speedup import (
+    from bench.recipe_speedup_candidates import (
         confirmed_candidates,
         find_search_run,
         plain_baseline_curve,
@@ -76,7 +76,7 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
 
     torch.set_num_threads(THREADS)
     n_seeds = seeds or (1 if quick else SEEDS)
-    name, recipe, base = _source()
+    name, recipe, base = fashion_frontier_recipe()
     arms = arms_of(recipe, base)
     labels = list(arms)
     print(f"[{NAME}] {len(labels)} arms x {n_seeds} seeds: {name} @ budget {BUDGET:g}", flush=True)

@@ -98,10 +98,15 @@ def interleave(arms: Sequence[str], repeats: int) -> Iterator[tuple[int, str]]:
 
 
 def save_result(name: str, result: dict[str, Any]) -> Path:
-    BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    path = BENCH_DIR / f"{name}.json"
+    """Write a benchmark's results to ``reports/bench/<name>.json``."""
+    return write_json(BENCH_DIR / f"{name}.json", result)
+
+
+def write_json(path: Path, result: dict[str, Any]) -> Path:
+    """Write ``result`` to ``path`` through a temporary file, so a crash mid-write leaves the old file whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1, default=_json_default, allow_nan=True) + "\n")
+    tmp.write_text(json.dumps(result, indent=1, default=json_default, allow_nan=True) + "\n")
     tmp.replace(path)
     return path
 
@@ -113,7 +118,7 @@ def load_result(name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text())
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
     if isinstance(obj, (np.integer,)):
         return int(obj)
     if isinstance(obj, (np.floating,)):

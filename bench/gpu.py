@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import BENCH_DIR, ROOT, _json_default, environment
+from bench.common import BENCH_DIR, ROOT, environment, write_json
 
 NAME = "gpu"
 SOURCE = f"bench:{NAME}"
@@ -194,9 +194,9 @@ def _search(ctx: Context, left: Callable[[], float], packed: dict[str, Any] | No
 def _cuda_tests(ctx: Context, left: Callable[[], float]) -> dict[str, Any]:
     if not ctx.cuda:
         return {"skipped": "needs CUDA (its cases skip on a CPU machine)"}
-    from bench.gpu_extra import _cuda_tests
+    from bench.gpu_extra import run_cuda_tests
 
-    return _cuda_tests()
+    return run_cuda_tests()
 
 
 def _extra(name: str) -> Callable[[Context, Callable[[], float]], dict[str, Any]]:
@@ -205,10 +205,10 @@ def _extra(name: str) -> Callable[[Context, Callable[[], float]], dict[str, Any]
 
         n = ctx.sizes["reproduction"]["seeds"] if ctx.sizes.get("seeds_override") else gpu_extra.SEEDS
         if name == "side_by_side":
-            return gpu_extra._side_by_side(n)
+            return gpu_extra.side_by_side(n)
         if name == "fashion_mnist":
-            return {**gpu_extra._fashion(n), "seeds": n}
-        return gpu_extra._method_costs(2)
+            return {**gpu_extra.fashion_mnist_speedups(n), "seeds": n}
+        return gpu_extra.method_costs(2)
 
     return section
 
@@ -318,14 +318,6 @@ def render(result: dict[str, Any]) -> str:
     return render_all(result)
 
 
-def save(path: Path, result: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1, default=_json_default, allow_nan=True) + "\n")
-    tmp.replace(path)
-    return path
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=TITLE)
     p.add_argument("--quick", action="store_true", help="fewer seeds and rounds")
@@ -349,8 +341,8 @@ def main(argv: list[str] | None = None) -> None:
     previous = _previous(path, args.dry_run, only)
     t0 = clock()
     res = run(quick=args.quick, seeds=args.seeds, only=only, dry_run=args.dry_run, budget=args.budget_seconds,
-              packing=args.packing, previous=previous, on_section=lambda part: save(path, part))
-    print(f"wrote {save(path, res)} in {clock() - t0:.0f} s")
+              packing=args.packing, previous=previous, on_section=lambda part: write_json(path, part))
+    print(f"wrote {write_json(path, res)} in {clock() - t0:.0f} s")
     print(render(res))
 
 

@@ -10,7 +10,7 @@ results stay in gpu.json and render in §10.
 2) ``cuda_tests``: ``pytest`` on the test files whose CUDA cases skip on a CPU machine. Passed / skipped / failed
    counts and the CUDA cases' names are recorded.
 3) ``fashion_mnist``: §5's plain baseline at budgets 2 and 5 (4 and 10 epochs) and the recipe §8's ablation takes
-   (``bench.ablation._source``) at the same budgets, bf16 on ``cuda``, arms interleaved in rotated order per
+   (``bench.ablation.fashion_frontier_recipe``) at the same budgets, bf16 on ``cuda``, arms interleaved in rotated order per
    seed, fresh seeds. Speedup at the 10-epoch baseline's accuracy per seed.
 4) ``method_costs``: that recipe at budget 1 (2 epochs), whole and without each method, plus the baseline, one
    seed, after a warm-up fit, arms in rotated order twice; images/s.
@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import ROOT, fit_or_nan, fmt, md_table, summarize
-from bench.gpu_airbench import SIDES
-from bench.gpu_airbench import times_to as _times_to
+from bench.gpu_airbench import SIDES, times_to
 from bench.gpu_data import fashion_as_cifar, write_airbench_format, write_cifar_format
 
 SOURCE = "bench:gpu"
@@ -42,7 +41,7 @@ SIDE_EPOCHS = (2.0, 4.0, 6.0, 10.0)  # our CIFAR-10 recipe's epochs beside airbe
 AIRBENCH = {"seconds": 3.29, "epochs": 9.9, "gpu": "A100", "accuracy": 0.94}  # airbench94.py's README figure
 
 
-def _cuda_tests() -> dict[str, Any]:
+def run_cuda_tests() -> dict[str, Any]:
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *CUDA_TESTS]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
@@ -54,9 +53,9 @@ def _cuda_tests() -> dict[str, Any]:
 
 
 def _fashion_arms() -> tuple[str, dict[str, dict[str, Any]]]:
-    from bench.ablation import _source
+    from bench.ablation import fashion_frontier_recipe
 
-    name, recipe, base = _source()
+    name, recipe, base = fashion_frontier_recipe()
     arms: dict[str, dict[str, Any]] = {}
     for kind, data in (("baseline", base), ("recipe", recipe)):
         for b in BUDGETS:
@@ -65,7 +64,7 @@ def _fashion_arms() -> tuple[str, dict[str, dict[str, Any]]]:
     return name, arms
 
 
-def _fashion(n_seeds: int) -> dict[str, Any]:
+def fashion_mnist_speedups(n_seeds: int) -> dict[str, Any]:
     name, arms = _fashion_arms()
     labels = list(arms)
     runs = []
@@ -79,7 +78,7 @@ def _fashion(n_seeds: int) -> dict[str, Any]:
 
 
 def _speedups(runs: list[dict[str, Any]], n_seeds: int) -> list[dict[str, Any]]:
-    from bench.recipe_speedup import curve_speedup
+    from bench.recipe_speedup_analysis import speedup_at_final_accuracy
 
     out = []
     for s in range(n_seeds):
@@ -89,11 +88,11 @@ def _speedups(runs: list[dict[str, Any]], n_seeds: int) -> list[dict[str, Any]]:
             rows = sorted((r for r in mine if r["arm"].startswith(kind)), key=lambda r: r["train_seconds"])
             return [r["train_seconds"] for r in rows], [r["accuracy"] for r in rows]
 
-        out.append({"seed": s, **curve_speedup(*curve("recipe"), *curve("baseline"))})
+        out.append({"seed": s, **speedup_at_final_accuracy(*curve("recipe"), *curve("baseline"))})
     return out
 
 
-def _method_costs(repeats: int) -> dict[str, Any]:
+def method_costs(repeats: int) -> dict[str, Any]:
     from bench.ablation import arms_of
 
     _, arms = _fashion_arms()
@@ -153,7 +152,7 @@ def _airbench_runs(workdir: Path, epochs: list[float], seed: int) -> list[dict[s
     return runs
 
 
-def _side_by_side(n_seeds: int) -> dict[str, Any]:
+def side_by_side(n_seeds: int) -> dict[str, Any]:
     """Our CIFAR-10 recipe and airbench's published configuration on the same GPU and the same real images
     (Fashion-MNIST in CIFAR-10's shape), each at several epoch counts, sides alternating per seed; each side's
     time to the targets of ``_side_speedups`` read off its curves."""
@@ -205,8 +204,8 @@ def _side_speedups(runs: list[dict[str, Any]], n_seeds: int) -> dict[str, Any]:
     targets = {"the records' measure": AIRBENCH["accuracy"], "our final accuracy": final["ours"],
                "airbench's final accuracy": final["airbench"]}
     return {"medians": medians, "targets": [
-        {"name": name, "accuracy": acc, "on_medians": _times_to(acc, medians),
-         "per_seed": [_times_to(acc, [r for r in runs if r["seed"] == s]) for s in range(n_seeds)]}
+        {"name": name, "accuracy": acc, "on_medians": times_to(acc, medians),
+         "per_seed": [times_to(acc, [r for r in runs if r["seed"] == s]) for s in range(n_seeds)]}
         for name, acc in targets.items()]}
 
 
@@ -214,7 +213,7 @@ def _median(runs: list[dict[str, Any]], arm: str, key: str) -> float:
     return summarize(r.get(key, math.nan) for r in runs if r["arm"] == arm)["median"]
 
 
-def _side_text(sb: dict[str, Any]) -> str:
+def side_text(sb: dict[str, Any]) -> str:
     ab = AIRBENCH
     head = (f"**Our CIFAR-10 recipe beside airbench** (issue 17, item 4). Time to {ab['accuracy']:.0%} on CIFAR-10, the "
             f"records' measure, cannot be taken here: no CIFAR-10 reaches the lent machine (no network there, and "
@@ -264,14 +263,14 @@ def _side_gap(medians: list[dict[str, Any]]) -> str:
             + (": the gap is mostly the cost of a step, not what a step learns." if step_cost else "."))
 
 
-def _tests_text(t: dict[str, Any]) -> str:
+def tests_text(t: dict[str, Any]) -> str:
     counts = ", ".join(f"{n} {k}" for k, n in t["counts"].items()) or "no summary line"
     cases = ", ".join("`" + c.split("::")[-1] + "`" for c in t["cuda_cases"]) or "none found"
     return (f"**CUDA tests** ({', '.join(f'`{p}`' for p in CUDA_TESTS)}): {counts}; exit code {t['returncode']}. "
             f"CUDA cases: {cases}.")
 
 
-def _fashion_text(fm: dict[str, Any]) -> str:
+def fashion_text(fm: dict[str, Any]) -> str:
     rows = [[arm, fmt(_median(fm["runs"], arm, "train_seconds"), ".1f"), fmt(_median(fm["runs"], arm, "accuracy"), ".4f"),
              fmt(_median(fm["runs"], arm, "throughput"), ".0f"), fmt(_median(fm["runs"], arm, "data_wait_fraction"), ".2f")]
             for arm in fm["arms"]]
@@ -292,7 +291,7 @@ def _fashion_text(fm: dict[str, Any]) -> str:
     ])
 
 
-def _costs_text(mc: dict[str, Any]) -> str:
+def costs_text(mc: dict[str, Any]) -> str:
     best = {arm: max((r["throughput"] for r in mc["runs"] if r["arm"] == arm and math.isfinite(r["throughput"])),
                      default=math.nan) for arm in mc["arms"]}
     ratio = {a: v / best["whole recipe"] for a, v in best.items()}

@@ -195,9 +195,9 @@ def render(result: dict[str, Any]) -> str:
     for key in NEW:
         lines += ["", absent(result, key, titles[key]) or texts[key](result[key])]
     if "cuda_tests" in result:  # in the plan when time is left
-        lines += ["", absent(result, "cuda_tests", "CUDA tests") or gpu_extra._tests_text(result["cuda_tests"])]
-    earlier = (("side_by_side", gpu_extra._side_text), ("fashion_mnist", gpu_extra._fashion_text),
-               ("method_costs", gpu_extra._costs_text))
+        lines += ["", absent(result, "cuda_tests", "CUDA tests") or gpu_extra.tests_text(result["cuda_tests"])]
+    earlier = (("side_by_side", gpu_extra.side_text), ("fashion_mnist", gpu_extra.fashion_text),
+               ("method_costs", gpu_extra.costs_text))
     if any(key in result for key, _ in earlier):
         lines += ["", "_Earlier sections (`bench/gpu_extra.py`; `python -m bench.gpu --only NAME`), each as of its own "
                       "last run:_"]

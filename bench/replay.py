@@ -123,7 +123,7 @@ class Table:
                 v = r.get(f"params_{n}")
                 if v is None or (isinstance(v, float) and math.isnan(v)):
                     continue
-                params[n] = _typed(v)
+                params[n] = param_value(v)
             rungs = r.get("rungs")
             rows.append((params, float(r["accuracy"]), float(r["train_seconds"]),
                          json.loads(rungs) if isinstance(rungs, str) and rungs else None))
@@ -136,7 +136,7 @@ class Table:
         return cls.from_trials(pd.read_csv(path), space)
 
 
-def _typed(v: Any) -> Any:
+def param_value(v: Any) -> Any:
     """CSV cells back to params values: 'True'/'False' to bool, numpy scalars to Python."""
     if isinstance(v, str):
         if v in ("True", "False"):
@@ -405,13 +405,6 @@ def hv_curves(runs: list[list[TrialRecord]], reference: np.ndarray,
     return out
 
 
-def time_to_reach(curve: tuple[np.ndarray, np.ndarray], target: float) -> float:
-    """Cumulative train seconds when the hypervolume first reaches ``target`` (inf when never)."""
-    secs, hv = curve
-    idx = np.nonzero(hv >= target * (1 - 1e-12))[0]
-    return float(secs[idx[0]]) if len(idx) else math.inf
-
-
 @dataclass(frozen=True)
 class OracleSearch:
     """The cheapest search that reaches a hypervolume, knowing the whole table (``oracle_search``)."""
@@ -440,6 +433,7 @@ def oracle_search(points: np.ndarray, required: Iterable[int], target: float, re
     import itertools
 
     from recipesearch.analysis import hypervolume
+    from recipesearch.analysis.hypervolume_reach import reaches
     from recipesearch.analysis.pareto import pareto_mask
 
     pts = np.asarray(points, dtype=float).reshape(-1, 2)
@@ -450,20 +444,19 @@ def oracle_search(points: np.ndarray, required: Iterable[int], target: float, re
         idx = req + list(rows)
         return hypervolume(pts[idx], list(directions), reference) if idx else 0.0
 
-    goal = target * (1 - 1e-12)
     front = [int(i) for i in np.nonzero(pareto_mask(pts, list(directions)))[0] if int(i) not in req]
-    if hv(front) < goal:
+    if not reaches(hv(front), target):
         return None
     if len(front) <= ORACLE_EXACT_MAX:
         best: tuple[float, tuple[int, ...]] = (math.inf, ())
         for size in range(len(front) + 1):
             for rows in itertools.combinations(front, size):
                 cost = float(pts[list(rows), 1].sum())
-                if cost < best[0] and hv(rows) >= goal:
+                if cost < best[0] and reaches(hv(rows), target):
                     best = (cost, rows)
         return OracleSearch(base_cost + best[0], base_cost, tuple(sorted(best[1])), True)
     chosen: list[int] = []
-    while (now := hv(chosen)) < goal:
+    while not reaches(now := hv(chosen), target):
         gains = [((hv([*chosen, i]) - now) / max(pts[i, 1], 1e-12), i) for i in front if i not in chosen]
         chosen.append(max(gains)[1])
     return OracleSearch(base_cost + float(pts[chosen, 1].sum()), base_cost, tuple(sorted(chosen)), False)

@@ -72,7 +72,7 @@ def claims(run_dir: Path) -> tuple[Any, list[dict[str, Any]]]:
     return f, out
 
 
-def _recipe_of(f: Any, recipe_key: str) -> dict[str, Any]:
+def recipe_of(f: Any, recipe_key: str) -> dict[str, Any]:
     rows = f.completed_trials[f.completed_trials["recipe_key"] == recipe_key].sort_values("number")
     return json.loads(rows.iloc[0]["recipe_json"])
 
@@ -102,7 +102,7 @@ def replicate(run_dir: Path, seeds: int, concurrency: int = 2,
         need.setdefault(c["recipe_key"], set()).update(c["budgets"])
     jobs = []
     for key, budgets in need.items():
-        recipe = _recipe_of(f, key)
+        recipe = recipe_of(f, key)
         for budget in sorted(budgets):
             for k in range(seeds):
                 fresh = {**recipe, "budget": budget, "seed": int(recipe.get("seed", 0)) + SEED_OFFSET + k}

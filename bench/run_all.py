@@ -40,13 +40,19 @@ import traceback
 from typing import Any
 
 from bench.common import REPORTS, env_lines, load_result, save_result
+from bench.protocol import check_benchmark, needs_cuda
 
 BENCHMARKS = ("trainer_efficiency", "algorithm_cost", "scheduling_overhead", "search_efficiency", "recipe_speedup",
               "replication", "crash_cycles", "ablation", "streaming", "gpu")
 
 
 def _module(name: str) -> Any:
-    return importlib.import_module(f"bench.{name}")
+    """The benchmark ``bench.<name>``, checked against bench/protocol.py's contract."""
+    mod = importlib.import_module(f"bench.{name}")
+    problems = check_benchmark(mod, name)
+    if problems:
+        raise TypeError("; ".join(problems))
+    return mod
 
 
 def render_markdown() -> str:
@@ -104,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             t0 = time.perf_counter()
             print(f"=== {name}{' (quick)' if args.quick else ''} ===", flush=True)
-            if getattr(_module(name), "NEEDS_CUDA", False) and not _cuda():
+            if needs_cuda(_module(name)) and not _cuda():
                 print(f"=== {name} skipped: needs a CUDA device; its previous results stay ===", flush=True)
                 continue
             try:

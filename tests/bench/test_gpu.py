@@ -7,22 +7,19 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
+import bench.gpu as gpu
+import bench.gpu_airbench as gpu_airbench
+import bench.gpu_data as gpu_data
+import bench.gpu_extra as gpu_extra
+import bench.run_all as run_all
 
-import bench.gpu as gpu  # noqa: E402
-import bench.gpu_airbench as gpu_airbench  # noqa: E402
-import bench.gpu_data as gpu_data  # noqa: E402
-import bench.gpu_extra as gpu_extra  # noqa: E402
-import bench.run_all as run_all  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
@@ -157,7 +154,7 @@ def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(m
 
     monkeypatch.setattr(gpu_extra, "_airbench_runs", fake_airbench)
     monkeypatch.setattr(gpu_extra, "fit_or_nan", fake_fit)
-    sb = gpu_extra._side_by_side(2)
+    sb = gpu_extra.side_by_side(2)
     assert ours_data[0]["max_duration"] == 1 and ours_data[0]["seed"] == gpu_extra.SEED_OFFSET + 99  # warm-up first
     assert all(d["data"]["val_fraction"] == 0.0 and d["data"]["name"] == "cifar10" for d in ours_data)
     assert order[0] == ("airbench", gpu_extra.SEED_OFFSET, [2.0, 4.0, 6.0, 9.9])  # seed 0: airbench first, its 9.9
@@ -175,7 +172,7 @@ def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(m
     assert records["accuracy"] == 0.94 and math.isnan(records["on_medians"]["ratio"])  # neither side gets to 94 %
     ours_final, = (t for t in sb["targets"] if t["name"] == "our final accuracy")  # 0.90: past airbench's best
     assert math.isnan(ours_final["on_medians"]["airbench"]["seconds"])
-    text = gpu_extra._side_text(sb)
+    text = gpu_extra.side_text(sb)
     assert "| airbench | 9.9 | 2.97 | 0.8990 | 0.300 |" in text and "| ours | 10 | 5.00 | 0.9000 | 0.500 |" in text
     assert f"| airbench's final accuracy: 89.90% | 2.97 | {om['ours']['seconds']:.2f} | {om['ratio']:.2f}x |" in text
     assert "| the records' measure: 94.00% | not reached | not reached | – | –, – |" in text
@@ -194,7 +191,7 @@ def test_times_to_an_accuracy_mark_a_target_met_at_the_first_run_as_an_upper_bou
     assert got["airbench"] == {"seconds": 1.0, "upper_bound": True}
     assert got["ours"]["seconds"] == pytest.approx(8.0) and not got["ours"]["upper_bound"]
     assert got["ratio"] == pytest.approx(8.0)
-    assert "≤ 1.00" in gpu_extra._side_text({"data": "d", "airbench_version": "v", "seeds": 1, "runs": rows,
+    assert "≤ 1.00" in gpu_extra.side_text({"data": "d", "airbench_version": "v", "seeds": 1, "runs": rows,
                                               "medians": [], "targets": [{"name": "t", "accuracy": 0.94,
                                                                           "on_medians": got, "per_seed": [got]}]})
 
@@ -203,9 +200,9 @@ def test_side_by_side_is_skipped_without_airbench(monkeypatch):
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    sb = gpu_extra._side_by_side(1)
+    sb = gpu_extra.side_by_side(1)
     assert "airbench is not installed" in sb["skipped"]
-    assert "Not run: airbench is not installed" in gpu_extra._side_text(sb)
+    assert "Not run: airbench is not installed" in gpu_extra.side_text(sb)
 
 
 class FakeClock:

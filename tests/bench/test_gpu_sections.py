@@ -14,18 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
+import bench.gpu as gpu
+import bench.gpu_airbench as ga
+import bench.gpu_carry as gpu_carry
+import bench.gpu_data as gpu_data
+import bench.gpu_overhead as go
+import bench.gpu_render as gr
+import bench.gpu_repro as grepro
+import bench.gpu_search as gs
 
-import bench.gpu as gpu  # noqa: E402
-import bench.gpu_airbench as ga  # noqa: E402
-import bench.gpu_carry as gpu_carry  # noqa: E402
-import bench.gpu_data as gpu_data  # noqa: E402
-import bench.gpu_overhead as go  # noqa: E402
-import bench.gpu_render as gr  # noqa: E402
-import bench.gpu_repro as grepro  # noqa: E402
-import bench.gpu_search as gs  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 KEYS = ("overhead.trainer_vs_bare", "overhead.with_hooks", "reproduction.time_to_94_ratio",
         "reproduction.max_accuracy_gap_pp", "search.best_time_to_94_vs_airbench")

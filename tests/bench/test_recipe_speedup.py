@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
+from bench.recipe_speedup_candidates import front_candidates, search_baselines
 
-from bench.recipe_speedup import front_candidates, search_baselines  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _row(number: int, budget: float, acc: float, secs: float, baseline: bool, algorithms: str = "") -> dict:
@@ -47,7 +44,7 @@ def test_front_candidates_are_the_best_speedups_and_the_most_accurate_front_poin
 
 
 def test_front_candidates_keep_the_two_best_when_the_front_is_long(trials, monkeypatch):
-    import bench.recipe_speedup as rs
+    import bench.recipe_speedup_candidates as rs
 
     monkeypatch.setattr(rs, "MAX_CANDIDATES", 3)
     labels = [label for label, _ in rs.front_candidates(trials)]
@@ -68,7 +65,7 @@ def test_search_baselines_adds_no_long_point_when_the_search_already_trains_that
 
 
 def test_a_bound_below_the_baseline_curve_does_not_meet_the_goal():
-    from bench.recipe_speedup import analyse
+    from bench.recipe_speedup_analysis import analyse
 
     def run(arm, secs, acc, seed=0):
         return {"seed": seed, "arm": arm, "baseline": arm.startswith("baseline"), "accuracy": acc,
@@ -85,7 +82,7 @@ def test_a_bound_below_the_baseline_curve_does_not_meet_the_goal():
 
 
 def test_the_best_measured_recipe_is_also_trained_at_the_long_budgets_the_search_never_tried(trials):
-    from bench.recipe_speedup import longer_budget_arms
+    from bench.recipe_speedup_candidates import longer_budget_arms
 
     arms = longer_budget_arms(trials, sorted(search_baselines(trials, baseline_epochs=10)))
     # trial 6 has the largest measured (interpolated) speedup; 8's is only a bound, 7 is beyond the curve.
@@ -104,16 +101,16 @@ def test_the_best_measured_recipe_is_also_trained_at_the_long_budgets_the_search
     ([(5, 0.82), (20, 0.88)], math.nan, "not reached"),  # never gets there: not extrapolated
 ])
 def test_curve_speedup_reads_the_time_to_the_final_baseline_accuracy_off_both_curves(recipe, speedup, status):
-    from bench.recipe_speedup import curve_speedup
+    from bench.recipe_speedup_analysis import speedup_at_final_accuracy
 
-    out = curve_speedup([t for t, _ in recipe], [a for _, a in recipe], [10, 20, 40], [0.80, 0.85, 0.90])
+    out = speedup_at_final_accuracy([t for t, _ in recipe], [a for _, a in recipe], [10, 20, 40], [0.80, 0.85, 0.90])
     assert out["target_accuracy"] == 0.90 and out["baseline_time"] == pytest.approx(40)
     assert out["status"] == status
     assert out["speedup"] == pytest.approx(speedup, nan_ok=True)
 
 
 def test_analyse_reports_the_curve_speedup_and_its_goal():
-    from bench.recipe_speedup import analyse
+    from bench.recipe_speedup_analysis import analyse
 
     runs = [{"seed": 0, "arm": arm, "baseline": arm.startswith("baseline"), "accuracy": acc, "train_seconds": t}
             for arm, t, acc in [("baseline @ budget 1", 10, 0.80), ("baseline @ budget 2", 20, 0.85),
@@ -138,7 +135,7 @@ def test_the_most_accurate_recipe_stays_a_candidate_when_a_baseline_run_beats_it
 
 
 def test_candidates_are_picked_on_the_metric_the_search_selected_on(trials, tmp_path):
-    from bench.recipe_speedup import search_objectives
+    from bench.recipe_speedup_candidates import search_objectives
 
     (tmp_path / "run.json").write_text(json.dumps({"objectives": ["accuracy", "train_seconds"],
                                                    "directions": ["maximize", "minimize"], "metric_split": "val"}))
@@ -155,7 +152,7 @@ def test_the_newest_search_is_picked_by_its_trials_dates_not_by_file_times(tmp_p
     """A checkout or a copy (the lent GPU machine's) sets the files' times in no particular order."""
     import os
 
-    import bench.recipe_speedup as rs
+    import bench.recipe_speedup_candidates as rs
 
     for name, day, mtime in (("older", "2026-11-20", 2_000_000_000), ("newer", "2026-11-24", 1_000_000_000)):
         run = tmp_path / "reports" / "examples" / name
@@ -183,7 +180,7 @@ def _search_dir(root: Path, name: str, day: str, base: dict) -> Path:
 def test_a_refining_search_is_measured_against_the_plain_baseline_of_an_earlier_one(tmp_path, monkeypatch):
     """search_spaces/fashion_mnist_long.yaml's base is the first search's recipe (Muon, eight methods): its own
     baseline trials are that recipe, not the plain baseline §5's speedups are stated against."""
-    import bench.recipe_speedup as rs
+    import bench.recipe_speedup_candidates as rs
 
     plain = _search_dir(tmp_path, "first", "2026-11-20", {})
     refined = {"optimizer": {"name": "muon", "lr": 0.2}, "algorithms": {"blurpool": {}}}
@@ -211,7 +208,7 @@ def test_without_a_confirmed_curve_the_best_confirmed_point_gives_its_recipe_at_
     from types import SimpleNamespace
 
     import bench.replication as replication
-    from bench.recipe_speedup import confirmed_candidates
+    from bench.recipe_speedup_candidates import confirmed_candidates
 
     recipe = {"name": "r", "max_duration": 2, "budget": 2.0, "algorithms": {"blurpool": {}}}
     f = SimpleNamespace(

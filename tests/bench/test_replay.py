@@ -8,17 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
-
-from bench.replay import (  # noqa: E402
+from bench.replay import (
     Table,
     TableObjective,
     enumerate_space,
@@ -27,10 +21,10 @@ from bench.replay import (  # noqa: E402
     oracle_search,
     replay,
     run_study,
-    time_to_reach,
     with_sampler,
     write_table,
 )
+from recipesearch.analysis.hypervolume_reach import first_reach
 
 BASE = {
     "model": {"name": "cnn", "width": 8}, "data": {"name": "digits"},
@@ -113,8 +107,8 @@ def test_hypervolume_curve_and_time_to_reach(space):
     records = run_study(with_sampler(space, "random", seed=0), synthetic, n_trials=12)
     (secs, hv), = hv_curves([records], reference=[0.0, 100.0])
     assert (hv[1:] >= hv[:-1]).all() and (secs[1:] >= secs[:-1]).all()
-    assert time_to_reach((secs, hv), hv[-1]) <= secs[-1]
-    assert time_to_reach((secs, hv), hv[-1] * 2) == math.inf
+    assert first_reach(secs, hv, hv[-1]) <= secs[-1]
+    assert first_reach(secs, hv, hv[-1] * 2) == math.inf
 
 
 # -- the oracle bound: the cheapest search that reaches a hypervolume, knowing the table -----------------

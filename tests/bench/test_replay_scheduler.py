@@ -6,18 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
-
-from bench.replay import (  # noqa: E402
+from bench.replay import (
     Table,
     TrialRecord,
     enumerate_space,
@@ -182,7 +176,7 @@ def _row(params: dict[str, Any], state: str, table: Table) -> dict[str, Any]:
 
 
 def test_frontier_lost_counts_stopped_trials_that_would_have_moved_the_front():
-    from bench.search_efficiency import frontier_lost
+    from bench.search_efficiency.analysis import frontier_lost
 
     space = make_space([1.0])
     table = curve_table(space)
@@ -199,7 +193,7 @@ def test_frontier_lost_counts_stopped_trials_that_would_have_moved_the_front():
 
 
 def test_compute_ratio_to_random_and_goal():
-    from bench.search_efficiency import analyse
+    from bench.search_efficiency.analysis import analyse
     from recipesearch.analysis.pareto import pareto_front_order
 
     space = make_space([1.0])
@@ -228,7 +222,7 @@ def test_compute_ratio_to_random_and_goal():
 
 def test_synetune_moasha_peer_runs_on_the_same_table():
     pytest.importorskip("syne_tune")
-    from bench.search_efficiency import peer_run
+    from bench.search_efficiency.peers import peer_run
 
     space = make_space([0.25, 0.5, 1.0])
     table = curve_table(space)
@@ -259,7 +253,7 @@ def test_a_scheduler_with_fewer_rungs_reads_only_those():
 
 
 def test_a_search_cut_at_a_compute_budget_keeps_the_trial_that_reached_it():
-    from bench.search_efficiency import cut_at_compute
+    from bench.search_efficiency.analysis import cut_at_compute
 
     trials = [{"train_seconds": s} for s in (1.0, 2.0, math.nan, 3.0, 4.0)]  # NaN: failed, no compute known
     assert cut_at_compute(trials, 3.0) == trials[:2]  # 1 + 2 reaches 3

@@ -1,16 +1,10 @@
 """§4's real-search arms (bench/search_efficiency.py): each swaps the sampler and the scheduler only."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.search_efficiency import REAL_ARMS, real_space  # noqa: E402
+from bench.search_efficiency.config import REAL_ARMS
+from bench.search_efficiency.real import real_space
 
 
 def test_issue_14s_seven_arms_and_promotion_with_the_model_based_samplers():
@@ -29,7 +23,7 @@ def test_a_real_arm_swaps_only_the_sampler_and_the_scheduler(arm):
 
 
 def _row(ratio: float, interval: list[float], reached: int) -> dict:
-    from bench.search_efficiency import GOAL_RATIO
+    from bench.search_efficiency.config import GOAL_RATIO
 
     return {"relative_to_random": ratio, "relative_interval_95": interval, "reached": reached, "seeds": 20,
             "goal_met": ratio <= GOAL_RATIO}
@@ -38,7 +32,7 @@ def _row(ratio: float, interval: list[float], reached: int) -> dict:
 def test_the_replay_goal_line_says_when_a_meeting_arms_interval_reaches_above_the_goal():
     import math
 
-    from bench.search_efficiency import _replay_goal_text
+    from bench.search_efficiency.render import _replay_goal_text
 
     rows = {"random": _row(1.0, [0.7, math.inf], 10), "tpe+promote": _row(0.28, [0.21, 0.41], 18),
             "gp+promote": _row(0.25, [0.2, 0.29], 20)}
@@ -52,7 +46,8 @@ def test_the_replay_goal_line_says_when_a_meeting_arms_interval_reaches_above_th
 
 
 def test_the_table_choice_is_explained_for_the_full_table_only():
-    from bench.search_efficiency import GRID, GRID_QUICK, _table_choice_text
+    from bench.search_efficiency.config import GRID, GRID_QUICK
+    from bench.search_efficiency.render import _table_choice_text
 
     full = _table_choice_text({"grid": GRID, "n_trials": 26, "table_rows": 768})
     assert "sees at most 3% of its recipes" in full[1] and "768 recipes" in full[1]

@@ -2,17 +2,10 @@
 event-loop overhead section: its arms do the same work, and its table shows the measured data."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder next to recipesearch/, not an installed package
-    sys.path.insert(0, str(ROOT))
-
-from bench import trainer_efficiency as te  # noqa: E402
-from bench.trainer_efficiency import _insn_goal  # noqa: E402
+from bench import trainer_efficiency as te
+from bench.trainer_efficiency import _insn_goal
 
 
 def _counts(*ratios: float) -> dict:
