@@ -58,7 +58,7 @@ def _module(name: str) -> Any:
 
 
 def render_markdown() -> str:
-    """All ten sections from the saved JSON results (a missing one says how to produce it)."""
+    """All the sections from the saved JSON results (a missing one says how to produce it)."""
     lines = [
         "# recipesearch benchmarks",
         "",
