@@ -19,7 +19,9 @@ from typing import NamedTuple
 import numpy as np
 
 from recipesearch.analysis import interval_text
-from recipesearch.report.info import TIME, ReportInfo, algorithms_label
+from recipesearch.analysis.objective_spec import TIME
+from recipesearch.report.info import ReportInfo
+from recipesearch.report.point_text import algorithms_label
 from recipesearch.rundir import write_atomic
 
 # (name, caption) in the order the report shows them.
