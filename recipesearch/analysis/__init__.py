@@ -16,17 +16,8 @@ from recipesearch.analysis.effects import (
     regime_recipes,
     trials_front_mask,
 )
-from recipesearch.analysis.frontier import (
-    Frontier,
-    Headline,
-    Objectives,
-    ObjectiveSpec,
-    finite,
-    frontier,
-    interval_text,
-    largest_front_speedup,
-    metric_column,
-)
+from recipesearch.analysis.frontier import Frontier, frontier
+from recipesearch.analysis.headline import Headline, largest_front_speedup
 from recipesearch.analysis.hypervolume import (
     HypervolumeCurve,
     hypervolume,
@@ -34,6 +25,7 @@ from recipesearch.analysis.hypervolume import (
     hypervolume_vs_compute,
     reference_point,
 )
+from recipesearch.analysis.objective_spec import Objectives, ObjectiveSpec, metric_column
 from recipesearch.analysis.pareto import pareto_front_order, pareto_mask, pareto_mask_by_group
 from recipesearch.analysis.seeds import SeedStats, curve_by_budget, seed_summary
 from recipesearch.analysis.speedup import (
@@ -54,6 +46,7 @@ from recipesearch.analysis.speedup import (
     times_to_reach,
 )
 from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
+from recipesearch.analysis.text import finite, interval_text
 
 __all__ = [
     "CurveSpeedup",

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from recipesearch.errors import UserError
-from recipesearch.report.info import RECIPE_MARKER, FrontRecipe, ReportInfo
+from recipesearch.report.front_recipes import RECIPE_MARKER, FrontRecipe
+from recipesearch.report.info import ReportInfo
 from recipesearch.report.writing import read_or_none, write_together
 from recipesearch.rundir import write_atomic
 

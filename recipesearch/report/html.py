@@ -15,8 +15,9 @@ from importlib import resources
 from typing import Any
 
 from recipesearch.analysis import finite, interval_text
-from recipesearch.report.info import ReportInfo, algorithms_label, evidence
+from recipesearch.report.info import ReportInfo
 from recipesearch.report.plots import PLOTS, Plot
+from recipesearch.report.point_text import algorithms_label, evidence
 
 _TAG = re.compile(r"<[^>]*>")
 _UNSAFE_SVG = re.compile(r"<\s*(script|foreignObject|iframe|object|embed)\b|\son\w+\s*=|javascript:", re.I)

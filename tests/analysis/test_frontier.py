@@ -184,19 +184,6 @@ def test_warnings_and_empty_inputs():
     assert frontier(pd.DataFrame(), TEST).warnings == ()
 
 
-def test_objectives_from_run_json():
-    meta = {"objectives": ["accuracy", "cost"], "directions": ["maximize", "minimize"], "metric_split": "val"}
-    assert Objectives.from_run_meta(meta) == Objectives(("accuracy", "cost"), ("maximize", "minimize"), "val")
-    # what run.json does not say comes from the data: cost when every trial has one, test accuracy
-    assert Objectives.from_run_meta({}) == Objectives.from_run_meta(None) == Objectives()
-    assert Objectives().objectives == ("accuracy", "train_seconds", "cost") and Objectives().metric_split == "test"
-    assert Objectives.from_run_meta({"objectives": ["accuracy", "train_seconds"], "directions": "max"}).directions \
-        == ("maximize", "minimize")
-    assert Objectives.from_run_meta({"objectives": ["throughput"], "metric_split": "train"}) == Objectives()
-    with pytest.raises(ValueError):
-        Objectives(("accuracy",), ("maximize", "minimize"))
-
-
 def test_times_from_different_hardware_are_never_compared():
     df = trials(ROWS)
     df["hardware"] = "GPU A"

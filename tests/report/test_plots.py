@@ -7,7 +7,8 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 
 from recipesearch.report import build_info, load_run
-from recipesearch.report.plots import budget_curves_figure, pareto_figure, tradeoff_figure
+from recipesearch.report.curve_plots import budget_curves_figure, tradeoff_figure
+from recipesearch.report.pareto_plot import pareto_figure
 
 from .fake_run import CONFIRMED_NUMBER, SEARCH_ROWS, trials_frame
 

@@ -1,0 +1,79 @@
+"""The report's notes: one line each, printed by ``recipesearch report`` and shown on the page.
+
+What the search did that the numbers alone do not say: the split it selected on, what report/reconcile.py
+mended, what stopping trials at rungs saved, repeated proposals, the frontier's warnings and the
+simplify stage's verdicts.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from recipesearch.report.selection import Selection
+
+
+def report_notes(selection: Selection, trials: pd.DataFrame, run_meta: dict[str, Any],
+                 warnings: list[str]) -> list[str]:
+    """Every note, in the order they are shown: the selection split (the header states it too; a note as
+    well, so the CLI prints it with the others), what report/reconcile.py did, the scheduler's and repeats'
+    savings, then ``warnings`` (the frontier's, the recipe files'), then the simplify stage's verdicts."""
+    notes = [selection.text, *(str(note) for note in run_meta.get("report_notes") or ())]
+    notes += [note for note in (pruning_note(trials), repeats_note(trials)) if note]
+    notes += warnings
+    simplified = simplify_note(run_meta)
+    if simplified:
+        notes.append(simplified)
+    return notes
+
+
+def pruning_note(trials: pd.DataFrame) -> str | None:
+    """What stopping trials at rungs saved (scheduler: moasha), or None when nothing was stopped.
+
+    A stopped trial trained ``pruned_at`` of its steps: had it gone on, it would have trained about
+    ``train_seconds / pruned_at`` (steps cost alike along a run; progressive resizing's cheap early steps make
+    this an underestimate, so the saving is a lower bound for those)."""
+    pruned = trials[trials["state"].eq("PRUNED") & (trials["pruned_at"] > 0) & (trials["train_seconds"] > 0)]
+    if pruned.empty:
+        return None
+    used = float(pruned["train_seconds"].sum())
+    full = float((pruned["train_seconds"] / pruned["pruned_at"]).sum())
+    trained = float(trials.loc[trials["state"].isin(["COMPLETE", "FAIL", "PRUNED"]), "train_seconds"].fillna(0).sum())
+    saved = full - used
+    proposals = int((trials["stage"] == "search").sum())
+    rungs = float(trials["rung_seconds"].fillna(0).sum())
+    return (f"scheduler: {len(pruned)} of {proposals} proposals stopped at a rung (MO-ASHA); they trained "
+            f"{used:.0f} s instead of about {full:.0f} s: ~{saved:.0f} s saved, {saved / (trained + saved):.0%} of "
+            f"the training time the search would have spent without stopping them. Rung evaluations took "
+            f"{rungs:.0f} s (outside train_seconds).")
+
+
+def repeats_note(trials: pd.DataFrame) -> str | None:
+    """How many proposals repeated a recipe the search had trained or was training (the same params, budget and
+    seed: engine/loop.py answers them without training), and the training time that spared; None: none did."""
+    if "duplicate_of" not in trials or not trials["duplicate_of"].notna().any():
+        return None
+    repeats = trials["duplicate_of"].dropna().astype(int)
+    # the repeated trials' own training time (a trial missing from the frame, or without a time, adds nothing)
+    spared = float(trials.set_index("number")["train_seconds"].reindex(repeats).sum())
+    proposals = int((trials["stage"] == "search").sum())
+    return (f"repeats: {len(repeats)} of {proposals} proposals asked for a recipe already trained or in training "
+            f"(the same parameters, budget and seed, so the same result); they were not trained again (~{spared:.0f} "
+            f"s of training spared) and count in the trial budget.")
+
+
+def simplify_note(meta: dict[str, Any]) -> str | None:
+    """What the simplify stage decided (run.json's ``simplify``, engine/simplify.py), or None without one."""
+    from recipesearch.analysis.simplify import Removal, verdicts_text
+
+    s = meta.get("simplify")
+    if not isinstance(s, dict):
+        return None
+    if s.get("step") != "pruned":  # nothing to simplify, or a search stopped during the ablation
+        return f"simplify: nothing to simplify ({s['reason']})" if s.get("reason") else None
+    verdicts = [Removal.from_dict(r) for r in s.get("removals") or [] if isinstance(r, dict)]
+    budget = s.get("budget") if isinstance(s.get("budget"), (int, float)) else None
+    share = s.get("share_of_train_seconds")
+    cost = f" It took {share:.0%} of the search's training time." if isinstance(share, (int, float)) else ""
+    return (f"simplify (without each method at one budget, seeds on the selection metric): "
+            f"{verdicts_text(s.get('recipe'), budget, verdicts)}.{cost}")
