@@ -15,7 +15,9 @@ The live progress table, the CLI summary, the report and the benchmarks all read
 - *front*: points no other eligible point dominates on the objectives' means. Eligible: points measured
   on two or more seeds (confirmed recipes) and the baseline's, as soon as any recipe was confirmed;
   before that (during the search, or a space without confirmation) every point, with a warning.
-- *baseline curve*: the envelope of the baseline points' means: what speedups are measured against.
+- *baseline curve*: the envelope of the baseline points' means: what speedups are measured against. Once
+  the confirmation stage has re-run the baseline beside the candidates at every budget, that *paired*
+  baseline is the one (``analysis.paired_baseline``); the baseline stage's runs are kept as the early one.
 - *speedup* of a point: at its mean metric, on the baseline curve (``analysis.speedup``), with a
   bootstrap interval over seeds for the front's points (``analysis.points``); *confirmed* only when
   that interval's lower bound is above 1 (``confirmed_faster``).
@@ -47,6 +49,7 @@ from recipesearch.analysis.objective_spec import (
     metric_column,
     used_objectives,
 )
+from recipesearch.analysis.paired_baseline import baseline_masks, baseline_shift, covers, shift_warning
 from recipesearch.analysis.pareto import pareto_mask, pareto_mask_by_group
 from recipesearch.analysis.points import SPEEDUP_COLUMNS, distinct_seeds, point_intervals, seed_points, speedup_columns
 from recipesearch.analysis.recipe_curves import recipe_curves
@@ -83,6 +86,13 @@ class Frontier:
     headline: Headline
     warnings: tuple[str, ...]
     confirmed_front: bool = False  # the front is made of repeated (confirmed) points only
+    # The paired baseline (analysis.paired_baseline): True when ``baseline`` is the one re-run beside the
+    # candidates; then ``early_baseline`` is the baseline stage's runs and ``early_baseline_curve`` its envelope,
+    # and ``baseline_shift`` compares the two per budget.
+    paired: bool = False
+    early_baseline: pd.DataFrame | None = None
+    early_baseline_curve: TradeoffCurve | None = None
+    baseline_shift: pd.DataFrame | None = None
 
     @property
     def completed(self) -> pd.Series:
@@ -176,7 +186,11 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
     if hardware:  # times from different hardware do not compare: one class only (the baseline's)
         done &= df["hardware"].isin([hardware, ""]).to_numpy()
     df["completed"] = done
-    completed = distinct_seeds(df[done])
+    # the baseline speedups are measured against: the paired one once it covers every budget, else the early one
+    paired_runs, early_runs = baseline_masks(df, done)
+    paired = covers(df[early_runs], distinct_seeds(df[paired_runs]))
+    unused = early_runs if paired else paired_runs
+    completed = distinct_seeds(df[done & ~unused])
     objectives, directions, warnings = used_objectives(space, metric, completed[COST].to_numpy(dtype=float))
     if len(counts) > 1:
         listed = ", ".join(f"{name}: {n} runs" for name, n in counts.items())
@@ -241,8 +255,18 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
     front = points[points["on_front"]].sort_values([TIME, metric, "number"], ascending=[True, False, True])
     front = front.reset_index(drop=True)
     recipes = recipe_curves(completed, baseline, metric, confidence)
+    early = shift = early_curve = None
+    if paired:
+        early = distinct_seeds(df[early_runs]).sort_values([TIME, "number"]).reset_index(drop=True)
+        early_points = seed_points(early, metric, confidence)
+        early_curve = baseline_envelope(early_points[TIME], early_points[metric])
+        shift = baseline_shift(early, baseline, metric, confidence)
+        moved = shift_warning(shift)
+        if moved:
+            warnings.append(moved)
     return Frontier(metric=metric, objectives=objectives, directions=directions, trials=df,
                     on_recipe_front=on_recipe_front, baseline=baseline, baseline_curve=curve, points=points,
                     front=front, recipes=recipes,
                     headline=choose_headline(points, front, recipes, baseline, curve, metric), warnings=tuple(warnings),
-                    confirmed_front=confirmed_front)
+                    confirmed_front=confirmed_front, paired=paired, early_baseline=early,
+                    early_baseline_curve=early_curve, baseline_shift=shift)
