@@ -30,6 +30,8 @@ import numpy as np
 from optuna.trial import FrozenTrial
 
 from recipesearch.engine import study as st
+from recipesearch.engine.queueing import enqueue_missing
+from recipesearch.engine.trial_rows import trials_frame
 
 if TYPE_CHECKING:
     import optuna
@@ -86,7 +88,7 @@ def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidate
 
     earlier = [t for t in trials if st.stage_of(t) in EARLIER_STAGES]
     seconds = float(sum(t.user_attrs.get("train_seconds") or 0.0 for t in earlier if st.is_finished(t)))
-    df = st.trials_frame(earlier, space)
+    df = trials_frame(earlier, space)
     if df.empty:
         return _Candidates([], seconds, {})
     fr = frontier(df, space)
@@ -149,5 +151,5 @@ def enqueue_plan(study: optuna.Study, plan: ConfirmPlan) -> int:
     added = 0
     for number in plan.candidates:
         mine = [(r.params, r.seed_index) for r in plan.runs if r.of_trial == number]
-        added += st.enqueue_missing(study, mine, [st.CONFIRM], stage=st.CONFIRM, of_trial=number, is_baseline=False)
+        added += enqueue_missing(study, mine, [st.CONFIRM], stage=st.CONFIRM, of_trial=number, is_baseline=False)
     return added

@@ -35,7 +35,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.analysis.frontier import finite
-from recipesearch.engine import simplify
+from recipesearch.engine import queueing, simplify
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
 from recipesearch.engine.failures import failing_alike, stop_message
@@ -170,19 +170,19 @@ class SearchLoop:
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
         """(interrupted trials queued again, baseline and LR-sweep runs queued)."""
-        recovered = (st.recover_interrupted(self.study, self.storage) + st.requeue_lost_workers(self.study)
+        recovered = (queueing.recover_interrupted(self.study, self.storage) + queueing.requeue_lost_workers(self.study)
                      if resuming else 0)
-        return recovered, st.ensure_lr_sweep(self.study, self.space) + self._queue_baselines()
+        return recovered, queueing.ensure_lr_sweep(self.study, self.space) + self._queue_baselines()
 
     def _queue_baselines(self) -> int:
         """The baseline runs, once the LR sweep (if any) has chosen the LR; 0 while it has not."""
         if self._baselines_queued:
             return 0
-        decided, lr = st.tuned_lr(self.trials(), self.space)
+        decided, lr = queueing.tuned_lr(self.trials(), self.space)
         if not decided:
             return 0
         self._baselines_queued = True
-        added = st.ensure_baselines(self.study, self.space, lr)
+        added = queueing.ensure_baselines(self.study, self.space, lr)
         if lr is not None and added:
             self.on_message(f"LR sweep: the baseline runs at optimizer.lr x{lr:g}")
         return added
@@ -326,7 +326,7 @@ class SearchLoop:
         # never queue more than the budget: no WAITING leftovers at the end
         batch = self.sweep.propose(history)[: max(0, self.n_trials - len(history))]
         for params in batch:
-            st.enqueue(self.study, params)
+            queueing.enqueue(self.study, params)
         if batch:
             return None
         return DONE if not self.in_flight and self.sweep.exhausted(history) else WAIT
@@ -347,7 +347,7 @@ class SearchLoop:
             config["checkpoint_seconds"] = 60.0 * space.checkpoint_minutes
             # a re-run of an interrupted or lost trial goes on from its predecessors' latest checkpoint,
             # which the executor finds (engine/checkpoints.py): the trials it re-runs, latest first
-            config["resume_of"] = st.rerun_chain(self.trials(), trial.user_attrs.get(st.REQUEUED_FROM))
+            config["resume_of"] = queueing.rerun_chain(self.trials(), trial.user_attrs.get(st.REQUEUED_FROM))
         try:
             params = space.suggest(trial)
         except Exception as exc:  # noqa: BLE001 - a broken define-by-run walk fails this trial only
@@ -472,7 +472,7 @@ class SearchLoop:
         by_number = {t.number: t for t in trials}
         for number in promotions(finished, done, self.space.scheduler.reduction_factor)[: max(0, room)]:
             params = {**st.trial_params(by_number[number]), "budget": nxt}
-            if st.enqueue_missing(self.study, [(params, 0)], EARLIER_STAGES, stage=st.SEARCH,
+            if queueing.enqueue_missing(self.study, [(params, 0)], EARLIER_STAGES, stage=st.SEARCH,
                                   is_baseline=False, **{st.PROMOTED_FROM: number}):
                 self.on_message(f"trial {number}: among the best at budget {budget:g}, promoted to budget {nxt:g}")
 
@@ -538,7 +538,7 @@ class SearchLoop:
         limit the FAIL stands (``--resume`` queues it once more, ``study.requeue_lost_workers``).
         """
         deaths = int(frozen.user_attrs.get(st.RETRIES) or 0)
-        if deaths > self.space.max_failures or not st.requeue(self.study, frozen):
+        if deaths > self.space.max_failures or not queueing.requeue(self.study, frozen):
             return
         self.on_message(f"trial {frozen.number}: {reason}; queued again as a new trial (retry {deaths} of "
                         f"{self.space.max_failures})")
@@ -558,7 +558,7 @@ class SearchLoop:
         trial = proposal.trial
         trial.set_user_attr("error", st.INTERRUPTED)
         frozen = self.study.tell(trial, state=TrialState.FAIL)
-        st.requeue(self.study, frozen)
+        queueing.requeue(self.study, frozen)
         self.on_finish(frozen)
         return frozen
 
@@ -567,4 +567,4 @@ class SearchLoop:
         n = len(self.in_flight)
         for proposal in list(self.in_flight.values()):
             self.interrupt(proposal)
-        return n + st.recover_interrupted(self.study, self.storage)
+        return n + queueing.recover_interrupted(self.study, self.storage)
