@@ -9,7 +9,7 @@ import pytest
 
 from recipesearch.engine import study as st
 from recipesearch.engine.executors import InProcess
-from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop, outcome
+from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
 from recipesearch.engine.queueing import enqueue, ensure_baselines, requeue_lost_workers
 from recipesearch.engine.samplers import make_sampler
 from recipesearch.engine.storage import make_storage, open_study
@@ -173,26 +173,6 @@ def test_resume_marks_running_trials_interrupted_and_requeues_them(tmp_path, mak
     assert st.count_finished(trials) == 1
 
 
-def test_outcome_objectives_and_constraints(make_space):
-    space = make_space(constraints={"accuracy_min": 0.5}, objectives=["accuracy", "train_seconds", "cost"],
-                       price_per_hour=3.6)
-    attrs, values = outcome(space, dict(GOOD), None)
-    assert values == pytest.approx([0.91, 1.5, 1.5 / 3600 * 3.6])
-    assert attrs["cost"] == pytest.approx(0.0015) and attrs["constraints"] == pytest.approx([0.5 - 0.91])
-    attrs, values = outcome(space, None, "worker crashed: x")
-    assert values is None and attrs["error"] == "worker crashed: x"
-
-
-def test_the_objective_is_the_accuracy_of_the_metric_split(make_space):
-    base = {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits", "val_fraction": 0.2},
-            "max_duration": 1, "device": "cpu"}
-    space = make_space(base=base, metric_split="val")
-    attrs, values = outcome(space, {**GOOD, "val_accuracy": 0.8}, None)
-    assert values == [0.8, 1.5] and attrs["accuracy"] == 0.91 and attrs["val_accuracy"] == 0.8
-    attrs, values = outcome(space, dict(GOOD), None)  # no validation accuracy: a failure, not test accuracy
-    assert values is None and "no finite val accuracy" in attrs["error"]
-
-
 def test_the_sweep_proposes_its_stages_as_results_come_in(tmp_path, make_space):
     """Sweep: baselines, then WAIT while they run, then the next stage once results are in."""
     space = make_space(sampler="sweep", trials=6)
@@ -243,16 +223,6 @@ def test_an_absurd_learning_rate_diverges_into_a_failure_record(make_space):
     result = run_recipe({"number": 0, "recipe": space.recipe_for(params).to_dict(), "error": None, "threads": 1})
     assert result["error"].startswith("diverged: loss is")
     assert math.isnan(result["accuracy"]) and result["wall_seconds"] > 0
-
-
-def test_the_method_label_names_an_optimizer_that_is_not_the_bases(make_space):
-    from recipesearch.engine.loop import method_label
-
-    space = make_space(hparams={"optimizer.name": {"choices": ["sgd", "muon"]}})
-    sgd = space.recipe_for(space.complete({"optimizer.name": "sgd", "alg.label_smoothing": True}))
-    muon = space.recipe_for(space.complete({"optimizer.name": "muon", "alg.label_smoothing": True}))
-    assert method_label(sgd, space.base) == "label_smoothing"
-    assert method_label(muon, space.base) == "label_smoothing+muon"  # Muon's effect is not the smoothing's
 
 
 def _finish_baselines(loop, space):

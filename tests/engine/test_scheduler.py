@@ -1,6 +1,6 @@
 """The search's scheduler (space ``scheduler:``): rung reports, MO-ASHA stopping, promotion across budgets.
 
-The loop decides (``SearchLoop.report_rung`` / ``_promote`` with ``analysis.rungs``) and the study remembers;
+engine/scheduler.py decides (with ``analysis.rungs``, for the loop) and the study remembers;
 these tests drive it in-process with a learning-curve objective standing in for training, then once with
 real training, then on Ray Tune (a stopped trial's worker stops), then through kill -9 and --resume.
 """
