@@ -23,7 +23,8 @@ before ``tell``. An invalid combination of parameters fails in the driver withou
 The sweep strategy's next stage depends on results, so it proposes only when nothing is queued and a
 trial finished since it last proposed. Only Optuna's public API is used (``Study.ask/tell``,
 ``Trial.set_user_attr``, ``enqueue_trial``). Repeats of a recipe (extra seeds, confirmation runs) are
-hidden from the sampler (engine/sampler_view.py).
+hidden from the sampler (engine/sampler_view.py). Beside the loop: the attrs it writes (engine/trial_attrs.py),
+rungs and promotion (engine/scheduler.py), a proposal repeating a recipe (engine/repeats.py).
 """
 from __future__ import annotations
 
