@@ -278,6 +278,7 @@ def run_study(
     from recipesearch.engine.executors import InProcess
     from recipesearch.engine.loop import Proposal, SearchLoop
     from recipesearch.engine.samplers import make_sampler
+    from recipesearch.engine.storage import open_study
 
     records: list[TrialRecord] = []
     hits: dict[int, bool] = {}
@@ -307,7 +308,7 @@ def run_study(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         storage = optuna.storages.InMemoryStorage()
-        study = st.open_study(space, storage, make_sampler(space), resuming=False)
+        study = open_study(space, storage, make_sampler(space), resuming=False)
         loop = SearchLoop(space, study, storage, n_trials, on_finish=record)
         loop.prepare(resuming=False)
         loop.run(InProcess(execute, concurrency))

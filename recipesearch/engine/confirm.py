@@ -35,6 +35,8 @@ import numpy as np
 from optuna.trial import FrozenTrial
 
 from recipesearch.engine import study as st
+from recipesearch.engine.queueing import enqueue
+from recipesearch.engine.trial_rows import trials_frame
 
 if TYPE_CHECKING:
     import optuna
@@ -95,7 +97,7 @@ def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidate
 
     earlier = [t for t in trials if st.stage_of(t) in EARLIER_STAGES]
     seconds = float(sum(t.user_attrs.get("train_seconds") or 0.0 for t in earlier if st.is_finished(t)))
-    df = st.trials_frame(earlier, space)
+    df = trials_frame(earlier, space)
     if df.empty:
         return _Candidates([], seconds, {}, {})
     fr = frontier(df, space)
@@ -201,7 +203,7 @@ def enqueue_plan(study: optuna.Study, plan: ConfirmPlan) -> int:
         if key in present:
             continue
         present.add(key)
-        st.enqueue(study, r.params, stage=st.CONFIRM, of_trial=r.of_trial, is_baseline=r.is_baseline,
+        enqueue(study, r.params, stage=st.CONFIRM, of_trial=r.of_trial, is_baseline=r.is_baseline,
                    **{st.SEED_INDEX: int(r.seed_index)})
         added += 1
     return added

@@ -24,6 +24,8 @@ from recipesearch.engine import interrupts, shipping, user_code
 from recipesearch.engine import study as st
 from recipesearch.engine.loop import Proposal, SearchLoop
 from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.storage import lock_study, make_storage, open_study
+from recipesearch.engine.trial_rows import trial_row, trials_frame
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, RunLog
 from recipesearch.runlock import FileLock, lock_run_dir
@@ -140,7 +142,7 @@ class SearchDriver:
         self._last_report = time.monotonic()  # the first intermediate report comes after an interval
         self._report_proc: subprocess.Popen | None = None
         self._hook_warned: set[str] = set()
-        self.study_lock: Any = None  # st.StudyLock (PostgreSQL) or a runlock.FileLock (SQLite --storage)
+        self.study_lock: Any = None  # storage.StudyLock (PostgreSQL) or a runlock.FileLock (SQLite --storage)
         self.run_lock: FileLock | None = None
 
     def _trial_budget(self, space: SearchSpace, options: SearchOptions) -> int:
@@ -158,8 +160,8 @@ class SearchDriver:
             # The seeded sampler would replay the first session's draws (its RNG starts over): the
             # same recipes trained twice. A fresh seed; the history in the study still guides it.
             sampler.reseed_rng()
-        self.study = st.open_study(self.space, storage, sampler, resuming, force=self.opts.force,
-                                   owner=str(self.run_dir.root.resolve()))
+        self.study = open_study(self.space, storage, sampler, resuming, force=self.opts.force,
+                                owner=str(self.run_dir.root.resolve()))
         return SearchLoop(self.space, self.study, storage, self.n_trials, self._on_start, self._on_finish,
                           on_message=self._on_message)
 
@@ -175,10 +177,10 @@ class SearchDriver:
             will_resume = run.check(space, opts.resume, opts.force, made_now=new_dir)
             if will_resume:
                 _check_resume_storage(run, opts.storage)
-            storage = st.make_storage(opts.storage) if opts.storage else None
+            storage = make_storage(opts.storage) if opts.storage else None
             # One search drives a study at a time: another one on this study (a second run directory on one
             # --storage) is refused here, before Ray starts. Held until _close.
-            self.study_lock = st.lock_study(storage, space.name, opts.storage) if storage is not None else None
+            self.study_lock = lock_study(storage, space.name, opts.storage) if storage is not None else None
             # The user's own code: checked here (exit 2 before anything trains), then shipped to every trial
             self.shipment = user_code.preflight(space)
             if opts.executor == "ray":
@@ -205,7 +207,7 @@ class SearchDriver:
             resuming = run.prepare(space, opts.resume, opts.force, made_now=new_dir)
             self.run_lock.publish(opts.command)  # who drives it, for a second command's refusal
             url = opts.storage or run.default_storage()
-            storage = storage or st.make_storage(url)
+            storage = storage or make_storage(url)
             self.loop = self._make_loop(storage, resuming)
             self.loop.plugins = self.shipment.payload()
             recovered, baselines = self.loop.prepare(resuming)
@@ -321,7 +323,7 @@ class SearchDriver:
         if not st.is_interrupted(frozen):
             self._finished_since_report += 1
         try:
-            self.ui.trial_finished(st.trial_row(frozen, self.space), df)
+            self.ui.trial_finished(trial_row(frozen, self.space), df)
         except Exception as exc:  # noqa: BLE001
             self._hook_failed("display", exc)
         due = time.monotonic() - self._last_report >= self.opts.report_interval_s
@@ -337,7 +339,7 @@ class SearchDriver:
                   "in the run directory has every result", file=sys.stderr)
 
     def _write_csv(self) -> pd.DataFrame:
-        df = st.trials_frame(self.study.get_trials(deepcopy=False), self.space, self.space.param_names())
+        df = trials_frame(self.study.get_trials(deepcopy=False), self.space, self.space.param_names())
         self.run_dir.write_trials(df)
         return df
 

@@ -23,7 +23,8 @@ before ``tell``. An invalid combination of parameters fails in the driver withou
 The sweep strategy's next stage depends on results, so it proposes only when nothing is queued and a
 trial finished since it last proposed. Only Optuna's public API is used (``Study.ask/tell``,
 ``Trial.set_user_attr``, ``enqueue_trial``). Repeats of a recipe (extra seeds, confirmation runs) are
-hidden from the sampler (engine/sampler_view.py).
+hidden from the sampler (engine/sampler_view.py). Beside the loop: the attrs it writes (engine/trial_attrs.py),
+rungs and promotion (engine/scheduler.py), a proposal repeating a recipe (engine/repeats.py).
 """
 from __future__ import annotations
 
@@ -34,14 +35,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from recipesearch.analysis.frontier import finite
-from recipesearch.engine import simplify
+from recipesearch.engine import queueing, repeats, scheduler, simplify
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
 from recipesearch.engine.failures import failing_alike, stop_message
-from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
-from recipesearch.errors import ConfigError, UserError
+from recipesearch.engine.trial_attrs import asked_attrs, outcome
+from recipesearch.errors import UserError
 
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
@@ -75,77 +75,6 @@ class Executor(Protocol):
     def run(self, loop: SearchLoop) -> None: ...
 
 
-def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple[dict[str, Any], list[float] | None]:
-    """User attrs to store and objective values (None: FAIL) for one trial's last result."""
-    result = result or {}
-    attrs: dict[str, Any] = {}
-    for key in ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction",
-                "wall_seconds", "eval_seconds", "rung_seconds"):
-        # eval_seconds (flip TTA doubles it) and rung_seconds (evaluations at rungs) are outside train_seconds
-        if finite(result.get(key)):
-            attrs[key] = float(result[key])
-    if finite(result.get("checkpoint_seconds")) and result.get("checkpoints"):  # outside train_seconds
-        attrs["checkpoint_seconds"] = float(result["checkpoint_seconds"])
-    for key in ("checkpoints", "resumes"):  # resumes: segments - 1 (train_seconds sums the segments)
-        if finite(result.get(key)) and result[key]:
-            attrs[key] = int(result[key])
-    if result.get("resumes") and finite(result.get("resume_gap_seconds")):  # lost work + restart, wall clock
-        attrs["resume_gap_seconds"] = float(result["resume_gap_seconds"])
-    if result.get("resumes") and finite(result.get("resumed_at_step")):  # the steps before it were not trained again
-        attrs["resumed_at_step"] = int(result["resumed_at_step"])
-    for key in ("threads", "steps"):  # evidence: the torch threads the trial really used
-        if finite(result.get(key)):
-            attrs[key] = int(result[key])
-    # where it ran, and on what (times compare within one hardware class); the device Ray's assignment gave it
-    for key in ("node", "hardware", "assigned_device"):
-        if result.get(key):
-            attrs[key] = str(result[key])
-    if result.get("warnings"):  # the trainer's own (a checkpoint it could not go on from, say)
-        attrs["warnings"] = str(result["warnings"])[:1000]
-    if isinstance(result.get("gpu_ids"), list):  # the GPUs Ray assigned the trial ([] for none)
-        attrs["gpu_ids"] = [i if isinstance(i, int) else str(i) for i in result["gpu_ids"]]
-    if finite(result.get("workers")) and result["workers"] > 1:  # data-parallel: each rank's node and GPUs
-        attrs["workers"] = int(result["workers"])
-        for key in ("worker_nodes", "worker_gpu_ids"):
-            if isinstance(result.get(key), list):
-                attrs[key] = result[key]
-    error = result.get("error") or crash
-    if not error and not result:
-        error = "the trial reported no result"
-    acc = result.get("val_accuracy" if space.metric_split == "val" else "accuracy")
-    secs = result.get("train_seconds")
-    if not error and not (finite(acc) and finite(secs)):
-        error = f"no finite {space.metric_split} accuracy / train_seconds in the result"
-    if error:
-        attrs["error"] = str(error)
-        return attrs, None
-    acc, secs = float(acc), float(secs)
-    cost = space.cost(secs)
-    if cost is not None:
-        attrs["cost"] = float(cost)
-    constraints = space.constraints_values(acc, secs)
-    if constraints:
-        attrs["constraints"] = [float(c) for c in constraints]
-    return attrs, [float(v) for v in space.objective_values(acc, secs)]
-
-
-def method_label(recipe: Any, base: Any) -> str:
-    """The trial's methods, '+'-joined: its algorithms, and its optimizer where it is not the base recipe's
-    (``muon``): a search that switches optimizers must not credit Muon's speed to the algorithms beside it,
-    in the frontier's labels or in the per-method effects."""
-    names = set(recipe.algorithms)
-    if recipe.optimizer.name != base.optimizer.name:
-        names.add(recipe.optimizer.name)
-    return "+".join(sorted(names))
-
-
-def _safe_algorithms(space: SearchSpace, params: dict[str, Any]) -> list[str]:
-    try:
-        return list(space.algorithms_on(params))
-    except Exception:  # noqa: BLE001 - only a label for a trial that failed anyway
-        return []
-
-
 class SearchLoop:
     """The ask/tell loop over ``study``; executors call ``ask`` and ``tell`` (see module docstring)."""
 
@@ -170,19 +99,19 @@ class SearchLoop:
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
         """(interrupted trials queued again, baseline and LR-sweep runs queued)."""
-        recovered = (st.recover_interrupted(self.study, self.storage) + st.requeue_lost_workers(self.study)
+        recovered = (queueing.recover_interrupted(self.study, self.storage) + queueing.requeue_lost_workers(self.study)
                      if resuming else 0)
-        return recovered, st.ensure_lr_sweep(self.study, self.space) + self._queue_baselines()
+        return recovered, queueing.ensure_lr_sweep(self.study, self.space) + self._queue_baselines()
 
     def _queue_baselines(self) -> int:
         """The baseline runs, once the LR sweep (if any) has chosen the LR; 0 while it has not."""
         if self._baselines_queued:
             return 0
-        decided, lr = st.tuned_lr(self.trials(), self.space)
+        decided, lr = queueing.tuned_lr(self.trials(), self.space)
         if not decided:
             return 0
         self._baselines_queued = True
-        added = st.ensure_baselines(self.study, self.space, lr)
+        added = queueing.ensure_baselines(self.study, self.space, lr)
         if lr is not None and added:
             self.on_message(f"LR sweep: the baseline runs at optimizer.lr x{lr:g}")
         return added
@@ -280,7 +209,7 @@ class SearchLoop:
     # -- asking
     def ask(self) -> Proposal | str:
         """The next trial to run, or ``WAIT`` / ``DONE``. A proposal of a recipe already trained or in training is
-        answered on the spot (``_answer_repeat``) and the loop asks again: each such answer is a finished trial
+        answered on the spot (``repeats.answer_repeat``) and the loop asks again: each such answer is a finished trial
         of the budget, so this ends."""
         while True:
             got = self._next()
@@ -326,7 +255,7 @@ class SearchLoop:
         # never queue more than the budget: no WAITING leftovers at the end
         batch = self.sweep.propose(history)[: max(0, self.n_trials - len(history))]
         for params in batch:
-            st.enqueue(self.study, params)
+            queueing.enqueue(self.study, params)
         if batch:
             return None
         return DONE if not self.in_flight and self.sweep.exhausted(history) else WAIT
@@ -347,134 +276,43 @@ class SearchLoop:
             config["checkpoint_seconds"] = 60.0 * space.checkpoint_minutes
             # a re-run of an interrupted or lost trial goes on from its predecessors' latest checkpoint,
             # which the executor finds (engine/checkpoints.py): the trials it re-runs, latest first
-            config["resume_of"] = st.rerun_chain(self.trials(), trial.user_attrs.get(st.REQUEUED_FROM))
+            config["resume_of"] = queueing.rerun_chain(self.trials(), trial.user_attrs.get(st.REQUEUED_FROM))
         try:
             params = space.suggest(trial)
         except Exception as exc:  # noqa: BLE001 - a broken define-by-run walk fails this trial only
             params = dict(trial.params)
             config["error"] = f"invalid parameters: {exc}"
-        stage = st.stage_of(trial)
-        attrs: dict[str, Any] = {"budget": params.get("budget"), "is_baseline": False, st.STAGE: stage}
-        if config["error"] is None:
-            # An enqueued trial says whether it is a baseline run; a sampled base recipe is one too.
-            known = trial.user_attrs.get("is_baseline")
-            attrs["is_baseline"] = bool(known) if known is not None else space.is_baseline(params)
-            try:
-                recipe = space.recipe_for(params, st.seed_index(trial))
-            except ConfigError as exc:
-                config["error"] = f"invalid recipe: {exc}"
-                attrs["algorithms"] = "+".join(sorted(_safe_algorithms(space, params)))
-            else:
-                config["recipe"] = recipe.to_dict()
-                attrs.update(budget=recipe.budget, epochs=recipe.epochs, seed=recipe.seed,
-                             algorithms=method_label(recipe, space.base), recipe_id=recipe.id(),
-                             recipe_json=recipe.model_dump_json(exclude_none=True))
+        config["recipe"], config["error"], attrs = asked_attrs(space, trial, params, config["error"])
+        stage = attrs[st.STAGE]
         for key, value in attrs.items():
             if value is not None:
                 trial.set_user_attr(key, value)
         if stage == st.SEARCH and config["error"] is None:
-            same = self._same_recipe(trial.number, attrs["recipe_id"])
+            # a recipe already trained or in training is not trained again (engine/repeats.py)
+            same = repeats.same_recipe(self.trials(), trial.number, attrs["recipe_id"])
             if same is not None:
-                return self._answer_repeat(trial, same)
+                frozen = repeats.answer_repeat(self.study, trial, same)
+                self._sweep_stale = True
+                self.on_finish(frozen)
+                return None
         proposal = Proposal(trial, params, config, attrs)
-        if space.scheduler.prunes and stage == st.SEARCH and not attrs["is_baseline"] and config["recipe"] is not None:
+        if config["recipe"] is not None and scheduler.may_stop(space, attrs):
             config.update(rungs=list(space.scheduler.rungs()), rung_split=space.metric_split)
             proposal.on_rung = lambda report: self.report_rung(proposal, report)
         self.in_flight[trial.number] = proposal
         self.on_start(proposal)
         return proposal
 
-    # -- repeats: a sampler may propose a recipe again (a discrete space; two proposals asked before either
-    # finished; a promotion of a recipe already sampled at that budget); with the same seed it would train to the
-    # same result, so it is not trained again
-    def _same_recipe(self, number: int, recipe_id: str) -> FrozenTrial | None:
-        """The earlier trial of the search or its baseline with this recipe id, finished or running."""
-        for t in self.trials():
-            if t.number != number and t.user_attrs.get("recipe_id") == recipe_id \
-                    and t.state in (TrialState.COMPLETE, TrialState.RUNNING) and st.stage_of(t) in EARLIER_STAGES:
-                return t
-        return None
-
-    def _answer_repeat(self, trial: optuna.Trial, same: FrozenTrial) -> None:
-        """PRUNED at once, costing nothing (train_seconds 0): never on the frontier (the trial it repeats is),
-        counted in the trial budget. The next trial samples at random (``HideRepeats.explore_next``): GP and
-        NSGA-II ignore pruned trials and would propose the same recipe from the same history again."""
-        trial.set_user_attr(st.DUPLICATE_OF, same.number)
-        trial.set_user_attr("train_seconds", 0.0)
-        trial.set_user_attr(st.PRUNE_REASON, f"the same recipe, budget and seed as trial {same.number} "
-                                             f"({same.state.name.lower()}): not trained again")
-        self._sweep_stale = True
-        self.on_finish(self.study.tell(trial, state=TrialState.PRUNED))
-        if isinstance(self.study.sampler, HideRepeats):  # the same history would give the same proposal
-            self.study.sampler.explore_next()
-        return None
-
-    # -- rungs and promotion (the scheduler: analysis/rungs.py decides, the study remembers)
+    # -- rungs and promotion (the scheduler: engine/scheduler.py, with analysis/rungs.py deciding)
     def report_rung(self, proposal: Proposal, report: dict[str, Any]) -> bool:
-        """A trial's report at a rung (``rung``, ``rung_accuracy`` on the selection split, ``train_seconds``
-        so far): stored on the trial, then does it go on? Only trials of its budget that reached the same rung
-        are compared (MO-ASHA, ``analysis.rungs.decide``); the baseline and confirmation runs always go on."""
-        from recipesearch.analysis.rungs import RungRecord, decide
-
-        trial = proposal.trial
-        fraction, acc, secs = float(report["rung"]), report.get("rung_accuracy"), report.get("train_seconds")
-        if not (finite(acc) and finite(secs)):
-            return True  # nothing to rank on: the trial's end will tell
-        # a trial resumed from a checkpoint reports again the rungs it passed after that checkpoint: the latest counts
-        reported = [r for r in trial.user_attrs.get(st.RUNGS) or [] if r[0] != fraction]
-        reported.append([fraction, float(acc), float(secs)])
-        trial.set_user_attr(st.RUNGS, reported)
-        if not self.space.scheduler.prunes or proposal.attrs.get(st.STAGE) != st.SEARCH \
-                or proposal.attrs.get("is_baseline"):  # a sampled base recipe is a baseline run: never stopped
-            return True
-        me = RungRecord(trial.number, float(proposal.attrs["budget"]), fraction, float(acc), float(secs))
-        decision = decide(me, self._rung_records(exclude=trial.number), self.space.scheduler.reduction_factor)
-        if not decision.go_on:
-            trial.set_user_attr(st.PRUNED_AT, fraction)
-            trial.set_user_attr(st.PRUNE_REASON, f"rung {fraction:.3g}: {decision.describe()}")
-        return decision.go_on
-
-    def _rung_records(self, exclude: int) -> list[Any]:
-        """Every rung report of the search trials still standing (running, finished or stopped): interrupted
-        ones are left out, their re-queued copy reports again."""
-        from recipesearch.analysis.rungs import RungRecord
-
-        out = []
-        for t in self.trials():
-            if t.number == exclude or st.stage_of(t) != st.SEARCH or t.state not in (
-                    TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED):
-                continue
-            budget = t.user_attrs.get("budget")
-            for fraction, acc, secs in t.user_attrs.get(st.RUNGS) or []:
-                if budget is not None:
-                    out.append(RungRecord(t.number, float(budget), float(fraction), float(acc), float(secs)))
-        return out
+        """A trial's report at a rung, stored on it: does it go on? (``scheduler.report_rung``)"""
+        return scheduler.report_rung(self.space, self.study, proposal.trial, proposal.attrs, report)
 
     def _promote(self, frozen: FrozenTrial) -> None:
-        """``scheduler: promote``: after a search trial finished at one budget, the best ``1/eta`` of the recipes
-        finished at that budget are queued at the next budget (``analysis.rungs.promotions``), as many as the
-        search's trial budget still has room for (no queued leftovers when it is spent)."""
-        from recipesearch.analysis.rungs import promotions
-
-        budgets = sorted(float(b) for b in self.space.budgets)
-        budget = frozen.user_attrs.get("budget")
-        if budget is None or float(budget) not in budgets or float(budget) == budgets[-1]:
-            return
-        nxt = budgets[budgets.index(float(budget)) + 1]
-        trials = self.trials()
-        finished = [(t.number, acc, float(t.user_attrs["train_seconds"])) for t in trials
-                    if t.state == TrialState.COMPLETE and st.stage_of(t) == st.SEARCH and st.seed_index(t) == 0
-                    and t.user_attrs.get("budget") == budget
-                    and finite(acc := st.objective_accuracy(t.user_attrs, self.space))]
-        done = {int(t.user_attrs[st.PROMOTED_FROM]) for t in trials if t.user_attrs.get(st.PROMOTED_FROM) is not None}
-        waiting = st.count_in_state(trials, TrialState.WAITING)
-        room = self.n_trials - st.count_finished(trials, EARLIER_STAGES) - self._search_in_flight() - waiting
-        by_number = {t.number: t for t in trials}
-        for number in promotions(finished, done, self.space.scheduler.reduction_factor)[: max(0, room)]:
-            params = {**st.trial_params(by_number[number]), "budget": nxt}
-            if st.enqueue_missing(self.study, [(params, 0)], EARLIER_STAGES, stage=st.SEARCH,
-                                  is_baseline=False, **{st.PROMOTED_FROM: number}):
-                self.on_message(f"trial {number}: among the best at budget {budget:g}, promoted to budget {nxt:g}")
+        """``scheduler: promote``: the best of ``frozen``'s budget queued at the next (``scheduler.promote``)."""
+        for number, budget, nxt in scheduler.promote(self.study, self.space, frozen, self.n_trials,
+                                                     self._search_in_flight()):
+            self.on_message(f"trial {number}: among the best at budget {budget:g}, promoted to budget {nxt:g}")
 
     # -- telling
     def tell(self, proposal: Proposal, result: dict[str, Any] | None, crash: str | None = None) -> FrozenTrial:
@@ -514,17 +352,7 @@ class SearchLoop:
         self.in_flight.pop(proposal.number, None)
         self._sweep_stale = True
         trial = proposal.trial
-        split_key = "val_accuracy" if self.space.metric_split == "val" else "accuracy"
-        rung_values = {k: result[k] for k in ("train_seconds", "rung_eval_seconds", "rung_seconds", "wall_seconds",
-                                                "threads", "node", "hardware", "assigned_device", "gpu_ids",
-                                                "workers", "worker_nodes", "worker_gpu_ids")
-                       if k in result}
-        attrs, _ = outcome(self.space, {**rung_values, split_key: result.get("rung_accuracy")}, None)
-        attrs.pop("error", None)
-        if finite(result.get("rung_eval_seconds")):  # the stopping rung's evaluation (outcome() keeps rung_seconds)
-            attrs["rung_eval_seconds"] = float(result["rung_eval_seconds"])
-        attrs[st.PRUNED_AT] = float(result.get("rung", trial.user_attrs.get(st.PRUNED_AT) or 0.0))
-        for key, value in attrs.items():
+        for key, value in scheduler.pruned_attrs(self.space, trial, result).items():
             trial.set_user_attr(key, value)
         frozen = self.study.tell(trial, state=TrialState.PRUNED)
         self.on_finish(frozen)
@@ -535,10 +363,10 @@ class SearchLoop:
 
         Ray Tune's own retries (``note_retry``) do not cover every death: a retry placed on a node that
         is already gone fails while the trial is still PENDING, and Tune ends the trial there. Past the
-        limit the FAIL stands (``--resume`` queues it once more, ``study.requeue_lost_workers``).
+        limit the FAIL stands (``--resume`` queues it once more, ``queueing.requeue_lost_workers``).
         """
         deaths = int(frozen.user_attrs.get(st.RETRIES) or 0)
-        if deaths > self.space.max_failures or not st.requeue(self.study, frozen):
+        if deaths > self.space.max_failures or not queueing.requeue(self.study, frozen):
             return
         self.on_message(f"trial {frozen.number}: {reason}; queued again as a new trial (retry {deaths} of "
                         f"{self.space.max_failures})")
@@ -558,7 +386,7 @@ class SearchLoop:
         trial = proposal.trial
         trial.set_user_attr("error", st.INTERRUPTED)
         frozen = self.study.tell(trial, state=TrialState.FAIL)
-        st.requeue(self.study, frozen)
+        queueing.requeue(self.study, frozen)
         self.on_finish(frozen)
         return frozen
 
@@ -567,4 +395,4 @@ class SearchLoop:
         n = len(self.in_flight)
         for proposal in list(self.in_flight.values()):
             self.interrupt(proposal)
-        return n + st.recover_interrupted(self.study, self.storage)
+        return n + queueing.recover_interrupted(self.study, self.storage)

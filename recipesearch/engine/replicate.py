@@ -37,10 +37,12 @@ from recipesearch.analysis.replication import (
     plan_runs,
     score_claims,
 )
+from recipesearch.engine import queueing
 from recipesearch.engine import study as st
 from recipesearch.engine.driver import SearchDriver, SearchOptions
 from recipesearch.engine.failures import failing_alike, stop_message
-from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop, method_label
+from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.trial_attrs import method_label
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.rundir import RunDir, write_atomic
 
@@ -177,14 +179,14 @@ class ReplicationLoop(SearchLoop):
         self._baselines_queued = True  # there is no baseline stage: the plan holds the baseline's runs
 
     def prepare(self, resuming: bool) -> tuple[int, int]:
-        recovered = (st.recover_interrupted(self.study, self.storage) + st.requeue_lost_workers(self.study)
+        recovered = (queueing.recover_interrupted(self.study, self.storage) + queueing.requeue_lost_workers(self.study)
                      if resuming else 0)
         present = {_run_id(t) for t in self.trials() if not st.is_interrupted(t)}
         queued = 0
         for run in self.planned:
             if (run.arm, run.budget, run.seed_index) in present:
                 continue
-            st.enqueue(self.study, {"budget": run.budget}, is_baseline=run.arm == BASELINE_ARM,
+            queueing.enqueue(self.study, {"budget": run.budget}, is_baseline=run.arm == BASELINE_ARM,
                        **{st.STAGE: st.REPLICATE, st.SEED_INDEX: run.seed_index, st.OF_TRIAL: run.number,
                           "arm": run.arm})
             queued += 1
@@ -230,7 +232,7 @@ class ReplicationLoop(SearchLoop):
             config["plugins"] = self.plugins
         if space.checkpoint_minutes:
             config["checkpoint_seconds"] = 60.0 * space.checkpoint_minutes
-            config["resume_of"] = st.rerun_chain(self.trials(), a.get(st.REQUEUED_FROM))
+            config["resume_of"] = queueing.rerun_chain(self.trials(), a.get(st.REQUEUED_FROM))
         attrs: dict[str, Any] = {"budget": budget, "is_baseline": arm == BASELINE_ARM, st.STAGE: st.REPLICATE}
         try:
             recipe = recipe_from_dict({**self.recipes[arm], "budget": budget, "seed": space.seed + seed_index},

@@ -28,6 +28,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.analysis.simplify import Removal, removals, verdicts_text
 from recipesearch.engine import study as st
+from recipesearch.engine.queueing import enqueue_missing
+from recipesearch.engine.trial_rows import trials_frame
 from recipesearch.space.search_space import params_key
 
 if TYPE_CHECKING:
@@ -94,7 +96,7 @@ def without(params: dict[str, Any], methods: Sequence[str], space: SearchSpace) 
 def _headline(trials: Sequence[FrozenTrial], space: SearchSpace) -> int | None:
     from recipesearch.analysis.frontier import frontier
 
-    df = st.trials_frame([t for t in trials if st.stage_of(t) in BEFORE], space)
+    df = trials_frame([t for t in trials if st.stage_of(t) in BEFORE], space)
     return None if df.empty else frontier(df, space).headline.number
 
 
@@ -150,5 +152,5 @@ def plan_simplify(trials: Sequence[FrozenTrial], space: SearchSpace) -> Simplify
 
 def enqueue_simplify(study: optuna.Study, plan: SimplifyPlan) -> int:
     """Queue the plan's runs not yet queued or run by any stage (resume-safe); returns how many were added."""
-    return st.enqueue_missing(study, list(plan.runs), None, stage=st.SIMPLIFY, of_trial=plan.recipe,
+    return enqueue_missing(study, list(plan.runs), None, stage=st.SIMPLIFY, of_trial=plan.recipe,
                               is_baseline=False)

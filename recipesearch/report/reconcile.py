@@ -88,7 +88,7 @@ def _study_frame(run: RunDir, name: str | None) -> pd.DataFrame | None:
     ``name`` is unknown and the file holds more than one study)."""
     import optuna
 
-    from recipesearch.engine import study as st
+    from recipesearch.engine.trial_rows import trials_frame
 
     url = f"sqlite:///file:{run.study_db.resolve()}?mode=ro&uri=true"
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -103,7 +103,7 @@ def _study_frame(run: RunDir, name: str | None) -> pd.DataFrame | None:
     except Exception:  # noqa: BLE001 - a locked, damaged or foreign file: trials.csv is all there is
         return None
     space = _loaded_space(run)
-    return st.trials_frame(trials, space, space.param_names() if space is not None else None)
+    return trials_frame(trials, space, space.param_names() if space is not None else None)
 
 
 def _loaded_space(run: RunDir) -> Any:

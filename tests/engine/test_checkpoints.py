@@ -40,15 +40,16 @@ def test_rerun_chain_follows_requeued_from():
     import optuna
 
     from recipesearch.engine import study as st
+    from recipesearch.engine.queueing import rerun_chain
 
     study = optuna.create_study(directions=["maximize", "minimize"])
     for frm in (None, 0, 1):  # 0, then 1 re-runs 0, then 2 re-runs 1
         study.enqueue_trial({"x": 1}, user_attrs={st.REQUEUED_FROM: frm} if frm is not None else {})
         study.ask()
     trials = study.get_trials()
-    assert st.rerun_chain(trials, 1) == [1, 0]
-    assert st.rerun_chain(trials, trials[2].user_attrs[st.REQUEUED_FROM]) == [1, 0]
-    assert st.rerun_chain(trials, None) == []
+    assert rerun_chain(trials, 1) == [1, 0]
+    assert rerun_chain(trials, trials[2].user_attrs[st.REQUEUED_FROM]) == [1, 0]
+    assert rerun_chain(trials, None) == []
 
 
 def test_checkpoint_minutes_reach_the_trial_config(make_space):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from recipesearch.engine import interrupts
-from recipesearch.engine import study as st
+from recipesearch.engine.storage import make_storage
 
 
 def _spin(seconds: float = 0.2) -> None:
@@ -30,7 +30,7 @@ def handlers():
 def test_a_signal_during_a_transaction_waits_until_the_connection_is_back(tmp_path, handlers, sig):
     from sqlalchemy import text
 
-    engine = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}").engine
+    engine = make_storage(f"sqlite:///{tmp_path / 'study.db'}").engine
     reached = []
     with pytest.raises(KeyboardInterrupt, match=f"signal {int(sig)}"):
         with engine.begin() as conn:  # a write transaction, as the storage's sessions open
@@ -49,7 +49,7 @@ def test_a_signal_during_a_transaction_waits_until_the_connection_is_back(tmp_pa
 
 
 def test_a_second_signal_while_one_is_held_goes_through_at_once(tmp_path, handlers):
-    engine = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}").engine
+    engine = make_storage(f"sqlite:///{tmp_path / 'study.db'}").engine
     conn = engine.connect()  # say a connection leaked: it never comes back
     try:
         os.kill(os.getpid(), signal.SIGINT)

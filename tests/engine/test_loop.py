@@ -9,9 +9,12 @@ import pytest
 
 from recipesearch.engine import study as st
 from recipesearch.engine.executors import InProcess
-from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop, outcome
+from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.queueing import enqueue, ensure_baselines, requeue_lost_workers
 from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.storage import make_storage, open_study
 from recipesearch.engine.trial import run_recipe
+from recipesearch.engine.trial_rows import trials_frame
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.rundir import HEAD_COLUMNS, TAIL_COLUMNS
 
@@ -22,8 +25,8 @@ GOOD = {"accuracy": 0.91, "val_accuracy": math.nan, "loss": 0.3, "train_seconds"
 
 
 def open_loop(tmp_path, space, n_trials=None, resuming=False):
-    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
-    study = st.open_study(space, storage, make_sampler(space), resuming=resuming)
+    storage = make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = open_study(space, storage, make_sampler(space), resuming=resuming)
     seen = {"started": [], "finished": []}
     loop = SearchLoop(space, study, storage, n_trials or space.trials, seen["started"].append,
                       seen["finished"].append)
@@ -58,7 +61,7 @@ def test_a_finished_trial_is_stored_whole_and_the_csv_row_matches(fresh):
     assert t.state.name == "COMPLETE" and t.values == [0.91, 1.5]
     assert t.user_attrs["wall_seconds"] == 1.9 and t.user_attrs["node"] == "127.0.0.2"
     assert seen["finished"][0].number == 0
-    frame = st.trials_frame(study.get_trials(), space, space.param_names())
+    frame = trials_frame(study.get_trials(), space, space.param_names())
     assert frame["state"].tolist() == ["COMPLETE", "WAITING"]  # the other baseline is still queued
     assert frame.iloc[1]["params_budget"] == 1.0  # a queued trial's params are in its row too
     row = frame.iloc[0]
@@ -105,7 +108,7 @@ def test_a_run_whose_worker_keeps_dying_stops_at_max_failures(fresh):
     others = sum(t.state.name == "COMPLETE" for t in trials)
     assert st.count_finished(trials) == others + 1
     # --resume queues it once more, and only once
-    assert st.requeue_lost_workers(study) == 1 and st.requeue_lost_workers(study) == 0
+    assert requeue_lost_workers(study) == 1 and requeue_lost_workers(study) == 0
     assert study.get_trials()[-1].user_attrs["requeued_from"] == chain[-1]
     assert st.count_finished(study.get_trials()) == others
 
@@ -150,9 +153,9 @@ def test_the_budget_counts_trials_in_flight(tmp_path, make_space):
 
 def test_resume_marks_running_trials_interrupted_and_requeues_them(tmp_path, make_space):
     space = make_space()
-    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
-    study = st.open_study(space, storage, make_sampler(space), resuming=False)
-    st.ensure_baselines(study, space)
+    storage = make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = open_study(space, storage, make_sampler(space), resuming=False)
+    ensure_baselines(study, space)
     done = study.ask()
     space.suggest(done)
     study.tell(done, [0.5, 1.0])
@@ -166,28 +169,8 @@ def test_resume_marks_running_trials_interrupted_and_requeues_them(tmp_path, mak
     assert [t.user_attrs.get("error") for t in trials[1:3]] == [st.INTERRUPTED, st.INTERRUPTED]
     assert st.trial_params(trials[3]) == trials[1].params
     assert trials[3].user_attrs["is_baseline"] is True  # the baseline at budget 1 is still a baseline
-    assert st.ensure_baselines(again, space) == 0  # its requeued copy stands for it
+    assert ensure_baselines(again, space) == 0  # its requeued copy stands for it
     assert st.count_finished(trials) == 1
-
-
-def test_outcome_objectives_and_constraints(make_space):
-    space = make_space(constraints={"accuracy_min": 0.5}, objectives=["accuracy", "train_seconds", "cost"],
-                       price_per_hour=3.6)
-    attrs, values = outcome(space, dict(GOOD), None)
-    assert values == pytest.approx([0.91, 1.5, 1.5 / 3600 * 3.6])
-    assert attrs["cost"] == pytest.approx(0.0015) and attrs["constraints"] == pytest.approx([0.5 - 0.91])
-    attrs, values = outcome(space, None, "worker crashed: x")
-    assert values is None and attrs["error"] == "worker crashed: x"
-
-
-def test_the_objective_is_the_accuracy_of_the_metric_split(make_space):
-    base = {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits", "val_fraction": 0.2},
-            "max_duration": 1, "device": "cpu"}
-    space = make_space(base=base, metric_split="val")
-    attrs, values = outcome(space, {**GOOD, "val_accuracy": 0.8}, None)
-    assert values == [0.8, 1.5] and attrs["accuracy"] == 0.91 and attrs["val_accuracy"] == 0.8
-    attrs, values = outcome(space, dict(GOOD), None)  # no validation accuracy: a failure, not test accuracy
-    assert values is None and "no finite val accuracy" in attrs["error"]
 
 
 def test_the_sweep_proposes_its_stages_as_results_come_in(tmp_path, make_space):
@@ -242,16 +225,6 @@ def test_an_absurd_learning_rate_diverges_into_a_failure_record(make_space):
     assert math.isnan(result["accuracy"]) and result["wall_seconds"] > 0
 
 
-def test_the_method_label_names_an_optimizer_that_is_not_the_bases(make_space):
-    from recipesearch.engine.loop import method_label
-
-    space = make_space(hparams={"optimizer.name": {"choices": ["sgd", "muon"]}})
-    sgd = space.recipe_for(space.complete({"optimizer.name": "sgd", "alg.label_smoothing": True}))
-    muon = space.recipe_for(space.complete({"optimizer.name": "muon", "alg.label_smoothing": True}))
-    assert method_label(sgd, space.base) == "label_smoothing"
-    assert method_label(muon, space.base) == "label_smoothing+muon"  # Muon's effect is not the smoothing's
-
-
 def _finish_baselines(loop, space):
     for _ in space.budgets:
         loop.tell(loop.ask(), dict(GOOD))
@@ -261,7 +234,7 @@ def test_a_proposal_of_a_recipe_already_trained_is_answered_without_training(fre
     loop, study, space, seen = fresh
     _finish_baselines(loop, space)
     left = loop.remaining()
-    st.enqueue(study, space.baselines()[0])  # a search proposal of the 0.5-budget base recipe: trained as trial 0
+    enqueue(study, space.baselines()[0])  # a search proposal of the 0.5-budget base recipe: trained as trial 0
     proposal = loop.ask()  # the repeat is answered on the spot; the loop asks again
     repeat = study.get_trials()[2]
     assert proposal.number == 3 and repeat.state.name == "PRUNED"
@@ -269,7 +242,7 @@ def test_a_proposal_of_a_recipe_already_trained_is_answered_without_training(fre
     assert "not trained again" in repeat.user_attrs["prune_reason"]
     assert 2 not in {p.number for p in seen["started"]} and seen["finished"][-1].number == 2  # never run
     assert loop.remaining() == left - 1  # a finished trial of the budget
-    row = st.trials_frame(study.get_trials(), space, space.param_names()).iloc[2]
+    row = trials_frame(study.get_trials(), space, space.param_names()).iloc[2]
     assert row["state"] == "PRUNED" and row["duplicate_of"] == 0 and math.isnan(row["accuracy"])
 
 
@@ -277,8 +250,8 @@ def test_a_proposal_of_a_recipe_in_training_is_its_repeat_and_a_failed_one_is_tr
     loop, study, space, _ = fresh
     first = loop.ask()  # the 0.5-budget baseline, running
     loop.tell(loop.ask(), {**GOOD, "accuracy": math.nan, "error": "diverged"})  # the 1.0 one fails
-    st.enqueue(study, space.baselines()[0])
-    st.enqueue(study, space.baselines()[1])
+    enqueue(study, space.baselines()[0])
+    enqueue(study, space.baselines()[1])
     again = loop.ask()
     assert again.params == space.baselines()[1]  # the failed recipe: a failure may not happen twice
     repeat = study.get_trials()[2]

@@ -151,7 +151,7 @@ def _wait_completed(proc: subprocess.Popen, out: Path, n: int, log: Path, timeou
 def _study(url: str, name: str = "tiny"):
     import optuna
 
-    from recipesearch.engine.study import make_storage
+    from recipesearch.engine.storage import make_storage
 
     return optuna.load_study(study_name=name, storage=make_storage(url))
 
@@ -193,6 +193,7 @@ def _call(capsys, *args: str) -> tuple[int, str]:
 @pytest.mark.slow
 def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, ray_env, ray_kit, capsys):
     from recipesearch.engine import study as st
+    from recipesearch.engine.queueing import rerun_params
 
     url = pg.create_database("resume")
     space, out, log = write_space(trials=6), tmp_path / "run", tmp_path / "first.log"
@@ -222,7 +223,7 @@ def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, ray_e
     runs = [st.run_key(st.trial_params(t), st.seed_index(t)) for t in finished]
     assert len(runs) == len(set(runs)) == 6  # nothing ran twice, the budget is met exactly
     # (a trial killed while its params were drawn never reached a worker: nothing to run again)
-    interrupted = [t.number for t in trials if st.is_interrupted(t) and st.rerun_params(t)]
+    interrupted = [t.number for t in trials if st.is_interrupted(t) and rerun_params(t)]
     assert sorted(t.user_attrs["requeued_from"] for t in trials if "requeued_from" in t.user_attrs) == interrupted
     assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
     csv = pd.read_csv(out / "trials.csv")
@@ -331,7 +332,7 @@ def test_a_server_that_never_answers_times_out(tmp_path, write_space, capsys):
     """A port that accepts the connection but never speaks (a hung server, a firewall that holds): the
     connect timeout ends the wait with one line instead of hanging the search's start."""
     pytest.importorskip("psycopg", reason="no PostgreSQL driver: pip install recipesearch[postgres]")
-    from recipesearch.engine.study import CONNECT_TIMEOUT_S
+    from recipesearch.engine.storage import CONNECT_TIMEOUT_S
 
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
@@ -360,7 +361,7 @@ def test_missing_driver_names_the_extra(tmp_path, write_space, capsys, monkeypat
 
 
 def test_a_plain_postgresql_url_uses_psycopg_3():
-    from recipesearch.engine.study import storage_url
+    from recipesearch.engine.storage import storage_url
 
     assert storage_url("postgresql://u:pw@h:5/db") == "postgresql+psycopg://u:pw@h:5/db"
     assert storage_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
@@ -373,17 +374,17 @@ def test_a_plain_postgresql_url_uses_psycopg_3():
 
 def test_the_password_can_stay_out_of_the_url(pg, monkeypatch):
     """libpq's PGPASSWORD (or ~/.pgpass) keeps the password out of the command line (and of `ps`)."""
-    from recipesearch.engine import study as st
+    from recipesearch.engine.storage import lock_study, make_storage
     from recipesearch.errors import UserError
 
     url = pg.create_database("nopass").replace(f":{PASSWORD}@", "@")
     monkeypatch.setenv("PGPASSWORD", PASSWORD)
-    storage = st.make_storage(url)
-    lock = st.lock_study(storage, "tiny", url)
+    storage = make_storage(url)
+    lock = lock_study(storage, "tiny", url)
     try:
         with pytest.raises(UserError, match="another search is running the study 'tiny'"):
-            st.lock_study(st.make_storage(url), "tiny", url)
-        st.lock_study(storage, "other", url).release()  # the lock is one study's, not the database's
+            lock_study(make_storage(url), "tiny", url)
+        lock_study(storage, "other", url).release()  # the lock is one study's, not the database's
     finally:
         lock.release()
-    st.lock_study(storage, "tiny", url).release()  # released: free for the next search
+    lock_study(storage, "tiny", url).release()  # released: free for the next search

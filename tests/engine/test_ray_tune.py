@@ -13,6 +13,7 @@ from recipesearch.engine import study as st
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.ray_tune import LoopSearcher, summarise_error
 from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.storage import make_storage, open_study
 
 GOOD = {"accuracy": 0.91, "val_accuracy": math.nan, "loss": 0.3, "train_seconds": 1.5, "throughput": 900.0,
         "data_wait_fraction": 0.05, "epochs": 1.0, "error": None, "wall_seconds": 1.9, "node": "127.0.0.2"}
@@ -20,8 +21,8 @@ GOOD = {"accuracy": 0.91, "val_accuracy": math.nan, "loss": 0.3, "train_seconds"
 
 def test_the_searcher_is_the_loops_ask_and_tell(tmp_path, make_space):
     space = make_space(trials=3)
-    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
-    study = st.open_study(space, storage, make_sampler(space), resuming=False)
+    storage = make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = open_study(space, storage, make_sampler(space), resuming=False)
     loop = SearchLoop(space, study, storage, space.trials)
     loop.prepare(resuming=False)
     notes: dict[str, str] = {}

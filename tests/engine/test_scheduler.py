@@ -1,6 +1,6 @@
 """The search's scheduler (space ``scheduler:``): rung reports, MO-ASHA stopping, promotion across budgets.
 
-The loop decides (``SearchLoop.report_rung`` / ``_promote`` with ``analysis.rungs``) and the study remembers;
+engine/scheduler.py decides (with ``analysis.rungs``, for the loop) and the study remembers;
 these tests drive it in-process with a learning-curve objective standing in for training, then once with
 real training, then on Ray Tune (a stopped trial's worker stops), then through kill -9 and --resume.
 """
@@ -23,7 +23,9 @@ from recipesearch.engine import study as st
 from recipesearch.engine.executors import InProcess, train_proposal
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.storage import make_storage, open_study
 from recipesearch.engine.trial import HOLD_RUNG_ENV
+from recipesearch.engine.trial_rows import trials_frame
 from recipesearch.report.info import build_info
 from tests.engine.conftest import REPO, TINY_BASE
 
@@ -46,8 +48,8 @@ def curve_result(proposal) -> dict:
 
 
 def open_loop(tmp_path, space, resuming=False):
-    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
-    study = st.open_study(space, storage, make_sampler(space), resuming=resuming)
+    storage = make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = open_study(space, storage, make_sampler(space), resuming=resuming)
     messages: list[str] = []
     loop = SearchLoop(space, study, storage, space.trials, on_message=messages.append)
     loop.prepare(resuming)
@@ -84,7 +86,7 @@ def test_moasha_stops_dominated_trials_at_their_rung(tmp_path, make_space):
                 and any(abs(r[0] - frac) < 1e-9 for r in u.user_attrs.get(st.RUNGS) or [])]
         assert len(same) + 1 >= space.scheduler.reduction_factor
     # trials.csv: PRUNED rows with their rung, never on the frontier
-    df = st.trials_frame(trials, space)
+    df = trials_frame(trials, space)
     rows = df[df["state"] == "PRUNED"]
     assert len(rows) == len(pruned) and rows["pruned_at"].notna().all() and rows["rungs"].str.startswith("[[").all()
     f = frontier(df, space)

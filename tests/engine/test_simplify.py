@@ -11,6 +11,8 @@ import pytest
 from recipesearch.engine import simplify
 from recipesearch.engine import study as st
 from recipesearch.engine.executors import InProcess
+from recipesearch.engine.queueing import enqueue
+from recipesearch.engine.trial_rows import trials_frame
 from tests.engine.test_stages import killed_midway, open_loop
 
 ALGORITHMS = {"label_smoothing": {}, "channels_last": {}, "ema": {}}
@@ -39,7 +41,7 @@ def _space(make_space, **overrides):
 def _with_the_proposals(study, space):
     """The only proposals: every method on, at both budgets (the sampler proposes nothing else)."""
     for b in space.budgets:
-        st.enqueue(study, space.complete({**ALL_ON, "budget": float(b)}), stage=st.SEARCH)
+        enqueue(study, space.complete({**ALL_ON, "budget": float(b)}), stage=st.SEARCH)
 
 
 def test_the_headline_loses_the_method_it_does_not_need_and_the_pruned_curve_is_trained(tmp_path, make_space):
@@ -78,9 +80,9 @@ def test_the_headline_loses_the_method_it_does_not_need_and_the_pruned_curve_is_
     # the frontier, on every stage: the pruned recipe is the faster curve
     from recipesearch.analysis.frontier import frontier
 
-    head = frontier(st.trials_frame(trials, space), space).headline
+    head = frontier(trials_frame(trials, space), space).headline
     assert head.confirmed and study.trials[head.number].user_attrs["algorithms"] == "channels_last+label_smoothing"
-    assert set(st.trials_frame(trials, space)["stage"]) == {"baseline", "search", "confirm", "simplify"}
+    assert set(trials_frame(trials, space)["stage"]) == {"baseline", "search", "confirm", "simplify"}
 
 
 def test_a_killed_driver_during_the_stage_resumes_without_losing_or_repeating_runs(tmp_path, make_space):

@@ -14,6 +14,8 @@ from recipesearch.engine.executors import InProcess
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.storage import make_storage, open_study
+from recipesearch.engine.trial_rows import trials_frame
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -32,8 +34,8 @@ def fake_result(proposal) -> dict:
 
 
 def open_loop(tmp_path, space, resuming=False, n_trials=None):
-    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
-    study = st.open_study(space, storage, make_sampler(space), resuming=resuming)
+    storage = make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = open_study(space, storage, make_sampler(space), resuming=resuming)
     messages: list[str] = []
     loop = SearchLoop(space, study, storage, n_trials or space.trials, on_message=messages.append)
     loop.prepare(resuming)
@@ -124,7 +126,7 @@ def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp
     assert any(m.startswith("confirmation:") for m in messages)
     assert loop.total() == 16 + len(confirm) and loop.remaining() == 0
     # trials.csv: stage and of_trial columns
-    frame = st.trials_frame(study.get_trials(), space)
+    frame = trials_frame(study.get_trials(), space)
     assert set(frame["stage"]) == {"baseline", "search", "confirm"}
     assert frame.loc[frame["stage"] == "confirm", "of_trial"].notna().all()
 
@@ -170,8 +172,8 @@ def test_the_sampler_never_sees_repeats_or_confirmation_runs(tmp_path, make_spac
             seen.append({t.number for t in study.get_trials(deepcopy=False)})
             return super().sample_independent(study, trial, name, distribution)
 
-    storage = st.make_storage(f"sqlite:///{tmp_path / 'study.db'}")
-    study = st.open_study(space, storage, Recording(seed=0), resuming=False)
+    storage = make_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = open_study(space, storage, Recording(seed=0), resuming=False)
     assert isinstance(study.sampler, HideRepeats)
     loop = SearchLoop(space, study, storage, space.trials)
     loop.prepare(False)
