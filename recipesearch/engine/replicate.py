@@ -42,6 +42,7 @@ from recipesearch.engine import study as st
 from recipesearch.engine.driver import SearchDriver, SearchOptions
 from recipesearch.engine.failures import failing_alike, stop_message
 from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.storage import open_study
 from recipesearch.engine.trial_attrs import method_label
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.rundir import RunDir, write_atomic
@@ -281,8 +282,8 @@ class ReplicationDriver(SearchDriver):
 
         if resuming:
             self._check_same_replication()
-        self.study = st.open_study(self.space, storage, optuna.samplers.RandomSampler(seed=0), resuming,
-                                   force=self.opts.force, owner=str(self.run_dir.root.resolve()))
+        self.study = open_study(self.space, storage, optuna.samplers.RandomSampler(seed=0), resuming,
+                                force=self.opts.force, owner=str(self.run_dir.root.resolve()))
         return ReplicationLoop(self.space, self.study, storage, self.plan, self.source.recipes,
                                on_start=self._on_start, on_finish=self._on_finish, on_message=self._on_message)
 
