@@ -121,8 +121,14 @@ def tradeoff_figure(info: ReportInfo):
             ax.fill_between(t, np.where(np.isfinite(low), low, a), np.where(np.isfinite(high), high, a),
                             color=BASE, alpha=0.12, linewidth=0, zorder=2, label="baseline 95% band")
         seeds = int(base["n_seeds"].min()) if "n_seeds" in base else 1
+        paired = info.frontier is not None and info.frontier.paired
+        what = "baseline re-run beside the candidates" if paired else "baseline"
         ax.plot(t, a, "s-", color=BASE, ms=5, lw=1.6, zorder=4,
-                label=f"baseline (mean of {seeds}+ seeds)" if seeds >= 2 else "baseline (one seed per budget)")
+                label=f"{what} (mean of {seeds}+ seeds)" if seeds >= 2 else f"{what} (one seed per budget)")
+        early = info.frontier.early_baseline_curve if paired else None
+        if early is not None and len(early.times):  # the baseline stage's, for comparison: not measured against
+            ax.plot(early.times, early.accuracies, "s:", color=BASE, ms=4, lw=1.1, alpha=0.6, zorder=3,
+                    label="baseline stage (early; not compared against)")
         error_bars(ax, base, acc_col, BASE, zorder=4, alpha=0.5)
         for x, y, b in zip(t, a, base["budget"], strict=True):
             ax.annotate(budget_text(b), (x, y), xytext=(4, -10), textcoords="offset points", fontsize=7, color=BASE)

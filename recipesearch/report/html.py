@@ -222,7 +222,7 @@ def render_html(info: ReportInfo, plots: dict[str, Plot]) -> str:
     env.filters.update(pct=pct, pp=pp, secs=secs, num=num, sv=sort_value, algos=algorithms_label)
     env.globals.update(speedup_text=speedup_text, gain_text=gain_text, held_out=_held_out(info), ci_text=ci_text,
                        plus_minus=plus_minus, pct=pct, secs=secs, evidence=evidence,
-                       confirmed_text=confirmed_text)
+                       confirmed_text=confirmed_text, num=num)
     template = env.from_string(_template_text("report.html.j2"))
     front = _rows(info.front)
     recipes = {r.number: r for r in info.recipes}
@@ -257,4 +257,16 @@ def render_html(info: ReportInfo, plots: dict[str, Plot]) -> str:
         has_cost="cost" in info.objectives,
         meta_rows=_flat_meta(info.run_meta),
         data_wait_flag=_LARGE_DATA_WAIT,
+        replication=_rows(info.replication) if info.replication is not None else [],
+        replication_inside=_replication_inside(info),
     )
+
+
+def _replication_inside(info: ReportInfo) -> str:
+    if info.replication is None or info.replication.empty:
+        return ""
+    from recipesearch.analysis.replication import inside_share
+
+    share, n = inside_share(info.replication), len(info.replication)
+    inside = int(info.replication["inside"].astype(bool).sum())
+    return f"{inside} of {n} claim(s) inside" + (f" ({share:.0%})." if share == share else ".")

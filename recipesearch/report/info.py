@@ -100,6 +100,8 @@ class ReportInfo:
     run_status: str  # "running", "finished", or run.json's status ("interrupted", "failed")
     warnings: tuple[str, ...]
     frontier: Frontier | None = None  # what all of the above was read from
+    # ``recipesearch replicate``'s replication.csv in RUN_DIR/replication (analysis.replication.CLAIM_COLUMNS)
+    replication: pd.DataFrame | None = None
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 
     @property
@@ -155,6 +157,20 @@ def load_run(run_dir: str | Path) -> RunFiles:
 
 
 # 2) assembly ------------------------------------------------------------------------------------
+
+
+def read_replication(run_dir: str | Path | None) -> pd.DataFrame | None:
+    """RUN_DIR/replication/replication.csv (``recipesearch replicate``), when there is a readable one."""
+    if run_dir is None:
+        return None
+    path = Path(run_dir) / "replication" / "replication.csv"
+    try:
+        table = pd.read_csv(path) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    from recipesearch.analysis.replication import CLAIM_COLUMNS
+
+    return table if table is not None and set(CLAIM_COLUMNS) <= set(table.columns) else None
 
 
 def build_info(
@@ -218,6 +234,6 @@ def build_info(
         reference=tuple(float(r) for r in ref), hypervolume=float(hv), hv_history=hv_history,
         headline=headline, regimes=regime_table.reset_index(drop=True), effects=effects, interactions=interactions,
         budget_curves=curves, recipes=recipes, run_meta=run_meta, hardware=hardware, versions=versions,
-        run_status=run_status(trials, run_meta),
+        run_status=run_status(trials, run_meta), replication=read_replication(run_dir),
         warnings=tuple(report_notes(selection, trials, run_meta, warnings)),
     )  # fmt: skip

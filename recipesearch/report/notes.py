@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from recipesearch.analysis.load import BUSY_RATIO, busy_mask, reference_share
 from recipesearch.report.selection import Selection
 
 
@@ -19,7 +20,8 @@ def report_notes(selection: Selection, trials: pd.DataFrame, run_meta: dict[str,
     well, so the CLI prints it with the others), what report/reconcile.py did, the scheduler's and repeats'
     savings, then ``warnings`` (the frontier's, the recipe files'), then the simplify stage's verdicts."""
     notes = [selection.text, *(str(note) for note in run_meta.get("report_notes") or ())]
-    notes += [note for note in (pruning_note(trials), repeats_note(trials)) if note]
+    notes += [note for note in (pruning_note(trials), repeats_note(trials), busy_note(trials), paired_note(trials))
+              if note]
     notes += warnings
     simplified = simplify_note(run_meta)
     if simplified:
@@ -77,3 +79,31 @@ def simplify_note(meta: dict[str, Any]) -> str | None:
     cost = f" It took {share:.0%} of the search's training time." if isinstance(share, (int, float)) else ""
     return (f"simplify (without each method at one budget, seeds on the selection metric): "
             f"{verdicts_text(s.get('recipe'), budget, verdicts)}.{cost}")
+
+
+def busy_note(trials: pd.DataFrame) -> str | None:
+    """Trials whose training process got far less CPU than the search's median (``analysis.load``): their
+    times were measured on a busy machine."""
+    if "cpu_share" not in trials or "state" not in trials:
+        return None
+    done = trials[trials["state"].eq("COMPLETE")]
+    busy = done[busy_mask(done["cpu_share"]).to_numpy()]
+    if busy.empty:
+        return None
+    numbers = ", ".join(str(int(n)) for n in busy["number"].head(12)) + (" ..." if len(busy) > 12 else "")
+    return (f"timing: {len(busy)} trial(s) ran on a busy machine (cpu_share under {BUSY_RATIO:g}x the search's "
+            f"median {reference_share(done['cpu_share']):.2f}): trial(s) {numbers}; their times are slower than "
+            "the machine's own (`--strict-timing` runs such trials again)")
+
+
+def paired_note(trials: pd.DataFrame) -> str | None:
+    """Whether speedups are measured against the baseline the confirmation stage re-ran beside the candidates."""
+    if "completed" not in trials or "stage" not in trials:
+        return None
+    base = trials[trials["completed"].astype(bool) & trials["is_baseline"].astype(bool)]
+    paired = base[base["stage"].eq("confirm")]
+    if paired.empty:
+        return None
+    return (f"paired baseline: the confirmation stage re-ran the baseline beside the candidates ({len(paired)} runs, "
+            "interleaved with theirs); once it covers every budget, confirmed speedups and the headline are measured "
+            "against it, and the baseline stage's curve is drawn dotted for comparison")
