@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["SearchResult", "__version__", "apply", "fit", "load_recipe", "search"]
+__all__ = ["SearchResult", "__version__", "apply", "fit", "load_recipe", "replicate", "search"]
 
-from recipesearch.engine.api import SearchResult, search  # cheap: Ray, Optuna and torch load inside search()
+from recipesearch.engine.api import SearchResult, replicate, search  # cheap: Ray, Optuna and torch load inside search()
 
 if TYPE_CHECKING:
     from recipesearch.own_loop import RecipeRun

@@ -119,6 +119,39 @@ def search(
     return SearchResult(df, RunDir(out), loaded)
 
 
+def replicate(
+    run_dir: str | Path,
+    seeds: int = 3,
+    claims: str = "confirmed",
+    out: str | Path | None = None,
+    resume: bool = False,
+    force: bool = False,
+    address: str | None = None,
+    executor: str = "ray",
+    concurrency: int | None = None,
+    cpus_per_trial: float | None = None,
+    gpus_per_trial: float | str | None = None,
+    quiet: bool = False,
+    report: bool = True,
+) -> Any:
+    """Retrain a finished search's claims and baseline with ``seeds`` fresh seeds here; score them on test
+    (``recipesearch replicate``, engine/replicate.py). Returns a ``Replication``: ``.scored`` is replication.csv's
+    table, ``.inside_share`` the share of claims whose fresh speedup lies in the reported interval."""
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir: a run directory path is required, not {type(run_dir).__name__}")
+    for name, value in (("resume", resume), ("force", force), ("quiet", quiet), ("report", report)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name}: True or False, not {type(value).__name__}")
+    from recipesearch.engine.replicate import ReplicateOptions
+    from recipesearch.engine.replicate import replicate as run_replication
+
+    opts = ReplicateOptions(seeds=seeds, claims=claims, out=Path(out) if out is not None else None, resume=resume,
+                            force=force, address=address, executor=executor, concurrency=concurrency,
+                            cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial, quiet=quiet,
+                            report=report, command=["recipesearch.replicate", str(run_dir)])
+    return run_replication(run_dir, opts)
+
+
 def _api_command(space: Any, out: str | Path) -> list[str]:
     if "recipesearch" in Path(sys.argv[0]).name or sys.argv[1:2] == ["search"]:
         return list(sys.argv)

@@ -142,3 +142,18 @@ def test_a_search_without_a_confirmed_claim_says_so_and_exits_0(tmp_path, capsys
     code, out, err = call_cli(capsys, "replicate", str(run), "--executor", "inprocess")
     assert code == 0 and out.startswith("no confirmed claim to replicate") and not err
     assert snapshot(run) == before and not (run / "replication").exists()
+
+
+def test_the_python_api_checks_its_arguments(tmp_path):
+    import recipesearch
+
+    run = finished_search(tmp_path / "run")
+    with pytest.raises(TypeError, match="run_dir"):
+        recipesearch.replicate(None)
+    with pytest.raises(TypeError, match="resume"):
+        recipesearch.replicate(run, resume="yes")
+    with pytest.raises(UserError, match="--seeds"):
+        recipesearch.replicate(run, seeds=0)
+    with pytest.raises(UserError, match="--claims"):
+        recipesearch.replicate(run, claims="best")
+    assert not (run / "replication").exists()
