@@ -101,7 +101,7 @@ def study_of(out: Path, name: str) -> Any:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna.loadstudy_of(study_name=name, storage=f"sqlite:///{out / 'study.db'}")
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{out / 'study.db'}")
 
 
 def space_name(space: Path) -> str:
