@@ -23,6 +23,8 @@ trials lost, and the training time the lost attempts had spent.
 
     python -m bench.crash_cycles [--cycles 10] [--losses 3] [--quick] [--checkpoint-minutes M]
     # quick: 3 cycles, 2 losses, smaller
+
+The node-loss part is in bench/node_loss.py, the Ray process plumbing both use in bench/private_ray.py.
 """
 from __future__ import annotations
 
@@ -41,55 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, environment, fmt, save_result
+from bench.node_loss import lose_nodes, render_node_loss
+from bench.private_ray import kill_ray, ray_workers, space_name, study_of
 
 NAME = "crash_cycles"
 TITLE = "Reliability: SIGKILL at random moments, then --resume (crash cycles)"
 DIGITS = ROOT / "search_spaces/digits.yaml"
-
-
-def _ray_workers(marker: str) -> list[int]:
-    """PIDs of Ray trial workers started under our private RAY_TMPDIR (``ray::`` processes that train)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes()
-            env = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in env and (b"ImplicitFunc" in cmd or b"trainable" in cmd):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _all_ray(marker: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker.encode() in (entry / "environ").read_bytes():
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
-def _kill_all(marker: str) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in _all_ray(marker):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        time.sleep(2)
-
-
-def _study(out: Path, name: str) -> Any:
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna.load_study(study_name=name, storage=f"sqlite:///{out / 'study.db'}")
 
 
 def _completed(trials: list[Any]) -> dict[int, tuple]:
@@ -124,7 +83,7 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
     from recipesearch.engine import study as st
 
     rng = random.Random(seed)
-    name = _load_name(space)
+    name = space_name(space)
     marker = tempfile.mkdtemp(prefix="rscc", dir="/tmp")
     env = {**os.environ, "RAY_TMPDIR": marker, "RAY_USAGE_STATS_ENABLED": "0"}
     cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet", "--no-report"]
@@ -147,9 +106,9 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
             killed_at = datetime.now()
             proc.wait()
             time.sleep(5)
-            orphans = len(_ray_workers(marker))
-            _kill_all(marker)
-            trials_now = _study(out, name).get_trials()
+            orphans = len(ray_workers(marker))
+            kill_ray(marker)
+            trials_now = study_of(out, name).get_trials()
             running = [t for t in trials_now if t.state.name == "RUNNING" and t.datetime_start]
             # lost: from the trial's start, or from its latest checkpoint (its re-run goes on from there)
             since = [max(t.datetime_start, _last_checkpoint(out, t.number) or t.datetime_start) for t in running]
@@ -161,9 +120,9 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
                           "wasted_seconds": round(wasted, 2), "orphans_after_5s": orphans})
         final = subprocess.run(cmd + ["--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     finally:
-        _kill_all(marker)
+        kill_ray(marker)
         shutil.rmtree(marker, ignore_errors=True)
-    trials_end = _study(out, name).get_trials()
+    trials_end = study_of(out, name).get_trials()
     done = _completed(trials_end)
     lost += sum(1 for n, v in before_all.items() if done.get(n) != v)
     finished = [t for t in trials_end if st.is_finished(t)]
@@ -183,131 +142,7 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
             "resumed": sum(1 for t in trials_end if t.user_attrs.get("resumes"))}
 
 
-def _ray_cli(args: list[str], env: dict[str, str]) -> None:
-    ray = str(Path(sys.executable).with_name("ray"))
-    r = subprocess.run([ray, *args], env=env, capture_output=True, text=True, timeout=180)
-    if r.returncode:
-        raise RuntimeError(f"ray {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
-
-
-def node_pids(marker: str, ip: str) -> list[int]:
-    """Processes of our cluster (``marker``: its RAY_TMPDIR) that belong to the node at ``ip``: those with the
-    node's address on their command line (raylet, agents), and their descendants (the trial workers, whose
-    command line Ray rewrites to ``ray::ImplicitFunc...``)."""
-    ours = _all_ray(marker)
-    parent = {}
-    for pid in ours:
-        try:
-            parent[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    node = set()
-    for pid in ours:
-        try:
-            if ip.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                node.add(pid)
-        except OSError:
-            continue
-    grew = True
-    while grew:
-        before = len(node)
-        node |= {pid for pid, ppid in parent.items() if ppid in node}
-        grew = len(node) > before
-    return sorted(node)
-
-
-def _free_port(host: str) -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def lose_nodes(space: Path, out: Path, losses: int, trials: int | None = None, timeout: float = 900.0) -> dict[str, Any]:
-    """Run a search on a two-node cluster and take its worker node down ``losses`` times mid-trial."""
-    name = _load_name(space)
-    marker = tempfile.mkdtemp(prefix="rsnl", dir="/tmp")
-    env = {**os.environ, "RAY_TMPDIR": marker, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-    port = _free_port("127.0.0.2")
-    address = f"127.0.0.2:{port}"
-    head = ["start", "--disable-usage-stats", "--num-cpus=1", "--head", "--node-ip-address=127.0.0.2",
-            f"--port={port}", "--include-dashboard=false"]
-    worker = ["start", "--disable-usage-stats", "--num-cpus=1", f"--address={address}", "--node-ip-address=127.0.0.3"]
-    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--address", address,
-           "--no-report"] + (["--trials", str(trials)] if trials else [])
-    log = out.parent / "node-loss.log"
-    events: list[dict[str, Any]] = []
-    try:
-        _ray_cli(head, env)
-        _ray_cli(worker, env)
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-        t0 = time.monotonic()
-        seen_on_worker = 0
-        while proc.poll() is None and len(events) < losses and time.monotonic() - t0 < timeout:
-            time.sleep(0.3)
-            try:
-                trials_now = _study(out, name).get_trials()
-            except Exception:  # noqa: BLE001 - not created yet
-                continue
-            on_worker = sum(1 for t in trials_now if t.user_attrs.get("node") == "127.0.0.3")
-            running = [t for t in trials_now if t.state.name == "RUNNING" and t.datetime_start]
-            # the worker node's actor is warm once a trial finished there since it (re)joined
-            if on_worker <= seen_on_worker or not running:
-                continue
-            time.sleep(random.Random(len(events)).uniform(0.5, 2.0))
-            killed_at, killed_wall = datetime.now(), time.monotonic() - t0
-            for pid in node_pids(marker, "127.0.0.3"):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            in_flight = [t for t in _study(out, name).get_trials() if t.state.name == "RUNNING" and t.datetime_start]
-            events.append({"at_s": round(killed_wall, 1), "in_flight": [t.number for t in in_flight],
-                           "started": {t.number: t.datetime_start for t in in_flight}, "killed_at": killed_at})
-            time.sleep(5)
-            _ray_cli(worker, env)  # a replacement node joins
-            seen_on_worker = sum(1 for t in _study(out, name).get_trials() if t.user_attrs.get("node") == "127.0.0.3")
-        returncode = proc.wait(timeout=timeout)
-    finally:
-        _kill_all(marker)
-        shutil.rmtree(marker, ignore_errors=True)
-    from recipesearch.engine import study as st
-
-    trials_end = _study(out, name).get_trials()
-    rerun = st.rerun_elsewhere(trials_end)
-    # A run hit by a loss ends as one trial: COMPLETE after Tune's retries, or a FAIL the loop queued again
-    # as a new trial (then its re-run is the run's end); a FAIL nobody re-runs is a failed trial.
-    final = [t for t in trials_end if not (t.state.name == "FAIL" and t.number in rerun)]
-    hit = [t for t in trials_end if t.user_attrs.get("retries") or t.user_attrs.get("worker_lost")]
-    runs_hit = [t for t in final if t.user_attrs.get("retries")]
-    wasted = 0.0
-    for e in events:  # the lost attempt of each trial the loss hit: from its start to the kill
-        for t in hit:
-            if t.number in e["started"]:
-                wasted += max(0.0, (e["killed_at"] - e["started"][t.number]).total_seconds())
-    reasons = {t.user_attrs.get("retry_reason") or (t.user_attrs.get("error") if t.user_attrs.get("worker_lost") else "")
-               for t in hit}
-    text = log.read_text(errors="replace")
-    return {"losses": len(events), "returncode": returncode,
-            "completed": sum(t.state.name == "COMPLETE" for t in trials_end),
-            "failed": sum(t.state.name == "FAIL" for t in final), "trials": len(final),
-            "retried": len(runs_hit), "retries": sum(int(t.user_attrs["retries"]) for t in runs_hit),
-            "queued_again": sum(1 for t in trials_end if t.state.name == "FAIL" and t.number in rerun
-                                and t.user_attrs.get("worker_lost")),
-            "reasons": sorted(r for r in reasons if r),
-            "wasted_seconds_per_loss": wasted / len(events) if events else 0.0,
-            "tracebacks": text.count("Traceback"),
-            "events": [{k: v for k, v in e.items() if k in ("at_s", "in_flight")} for e in events]}
-
-
 CHECKPOINT_ARM_MINUTES = 0.01  # 0.6 s: several checkpoints in a digits trial of 1-4 s
-
-
-def _load_name(space: Path) -> str:
-    from recipesearch.space import load_space
-
-    return load_space(space).name
 
 
 def run(quick: bool = False, cycles: int | None = None, losses: int | None = None,
@@ -373,27 +208,8 @@ def render(result: dict[str, Any]) -> str:
             row("completed trials lost", "lost"), row("trials run twice", "run_twice"),
             row("study and trials.csv agree", "study_and_csv_agree"), row("final resume exit code", "final_returncode"),
         ]
-    nl = result.get("node_loss")
-    if nl:
-        nl_ok = nl["returncode"] == 0 and nl["failed"] == 0 and nl["retries"] >= nl["losses"] and not nl["tracebacks"]
-        lines += [
-            "", "### Node loss", "",
-            f"The same search (`--trials` as above) on a two-node loopback cluster (`--address`, one CPU per node); "
-            f"the worker node killed (every process, SIGKILL) {nl['losses']} times while it trained a trial, a fresh "
-            "worker node joining 5 s later. `max_failures: 2` (the default) lets Ray Tune run a lost trial again "
-            "(and the loop queue it as a new trial when Tune gives up), within two worker deaths per run.",
-            "", "| measure | result | goal |", "|---|---|---|",
-            f"| search completed in the same run | exit {nl['returncode']} | exit 0 |",
-            f"| worker deaths recorded on trials | {nl['retries']} | ≥ one per loss |",
-            f"| runs they hit (a run can be hit again on the replacement node) | {nl['retried']} | – |",
-            f"| of them queued again as a new trial (Tune gave up on a restart placed on the dead node) | "
-            f"{nl.get('queued_again', 0)} | – |",
-            f"| trials failed in the end | {nl['failed']} of {nl['trials']} | 0 |",
-            f"| training time lost per node loss (s) | {fmt(nl['wasted_seconds_per_loss'], '.1f')} | – |",
-            f"| tracebacks printed | {nl['tracebacks']} | 0 |",
-            "", f"Reasons recorded: {'; '.join(nl['reasons']) or '–'}.",
-            "", f"**{'All goals met.' if nl_ok else 'Goals not met.'}**",
-        ]
+    if result.get("node_loss"):
+        lines += render_node_loss(result["node_loss"])
     if result.get("corpus"):
         from bench.damage_corpus import render_corpus
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.common import summarize
-from bench.trainer_efficiency import noop_hooks  # the §1 arms' hooks: the same no-op methods
+from bench.trainer_loop_overhead import noop_hooks  # the §1 arms' hooks: the same no-op methods
 
 ARMS = ("bare", "trainer", "trainer+10 hooks")
 GOALS = {"trainer_vs_bare": 0.97, "with_hooks": 0.95}

@@ -29,6 +29,10 @@ Method
 With the same table, sampler, scheduler and seed, ``run_study`` is deterministic: replaying a recorded search
 reproduces its trials exactly (``tests/bench/test_replay.py``; with schedulers,
 ``tests/bench/test_replay_scheduler.py``).
+
+This module runs the loop (3) and builds the grid (1); the table and its lookups (1, 4) are in
+``bench/replay_table.py``, what replayed searches reach (hypervolume curves, the oracle bound) in
+``bench/replay_hypervolume.py``.
 """
 from __future__ import annotations
 
@@ -40,14 +44,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-Outcome = tuple[float, float]  # (accuracy, train_seconds)
-Rung = tuple[float, float, float]  # (fraction of the steps, accuracy, train_seconds so far)
+from bench.replay_table import Rung, Table, TableObjective
 
 
 @dataclass(frozen=True)
 class TrialRecord:
+    """One trial of a replayed (or recorded) search, as the loop finished it."""
+
     number: int
     params: dict[str, Any]
     accuracy: float
@@ -67,93 +70,6 @@ class TrialRecord:
         return row
 
 
-# 1) the table ------------------------------------------------------------------------------------------
-
-
-class Table:
-    """Recorded outcomes by canonical params key, with each row's learning curve when it was recorded.
-
-    ``rows``: ``(params, accuracy, train_seconds)`` or ``(params, accuracy, train_seconds, rungs)`` with
-    ``rungs`` a list of ``(fraction, accuracy, train_seconds so far)`` (or None)."""
-
-    def __init__(self, rows: Iterable[tuple[Any, ...]]):
-        from recipesearch.space import params_key
-
-        self.params: list[dict[str, Any]] = []
-        self.outcomes: list[Outcome] = []
-        self.curves: list[tuple[Rung, ...]] = []
-        self._index: dict[str, int] = {}
-        for params, acc, secs, *more in rows:
-            key = params_key(params)
-            if key in self._index:  # a recipe recorded twice (two seeds, two runs): keep the first
-                continue
-            self._index[key] = len(self.params)
-            self.params.append(dict(params))
-            self.outcomes.append((float(acc), float(secs)))
-            self.curves.append(tuple((float(f), float(a), float(t)) for f, a, t in (more[0] if more and more[0] else ())))
-
-    def __len__(self) -> int:
-        return len(self.params)
-
-    def index(self, params: dict[str, Any]) -> int | None:
-        from recipesearch.space import params_key
-
-        return self._index.get(params_key(params))
-
-    def get(self, params: dict[str, Any]) -> Outcome | None:
-        i = self.index(params)
-        return None if i is None else self.outcomes[i]
-
-    @property
-    def has_curves(self) -> bool:
-        return any(self.curves)
-
-    def points(self) -> np.ndarray:
-        return np.asarray(self.outcomes, dtype=float).reshape(-1, 2)
-
-    @classmethod
-    def from_trials(cls, df: Any, space: Any) -> Table:
-        """From a trials table in the trials.csv contract (``params_<name>`` columns, COMPLETE rows, and
-        the ``rungs`` column, JSON, where the trials reported rungs)."""
-        names = space.param_names()
-        rows = []
-        for _, r in df[df["state"] == "COMPLETE"].iterrows():
-            params = {}
-            for n in names:
-                v = r.get(f"params_{n}")
-                if v is None or (isinstance(v, float) and math.isnan(v)):
-                    continue
-                params[n] = param_value(v)
-            rungs = r.get("rungs")
-            rows.append((params, float(r["accuracy"]), float(r["train_seconds"]),
-                         json.loads(rungs) if isinstance(rungs, str) and rungs else None))
-        return cls(rows)
-
-    @classmethod
-    def read_csv(cls, path: str | Path, space: Any) -> Table:
-        import pandas as pd
-
-        return cls.from_trials(pd.read_csv(path), space)
-
-
-def param_value(v: Any) -> Any:
-    """CSV cells back to params values: 'True'/'False' to bool, numpy scalars to Python."""
-    if isinstance(v, str):
-        if v in ("True", "False"):
-            return v == "True"
-        try:
-            return float(v)
-        except ValueError:
-            return v
-    if isinstance(v, (np.bool_,)):
-        return bool(v)
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    return v
-
-
 def write_table(records: Iterable[TrialRecord], path: str | Path, extra: dict[int, dict[str, Any]] | None = None) -> None:
     """A recorded search as CSV in the trials.csv layout (number, state, accuracy, train_seconds, params_*)."""
     import pandas as pd
@@ -167,57 +83,9 @@ def write_table(records: Iterable[TrialRecord], path: str | Path, extra: dict[in
     pd.DataFrame(rows).to_csv(path, index=False)
 
 
-# 2) objectives ------------------------------------------------------------------------------------------
-
-
-class TableObjective:
-    """Looks a proposal up in a ``Table``; ``miss``: "fail" (trial FAIL) or "nearest" (see module doc).
-
-    Returns ``(outcome, hit, rungs)``: the row's learning curve comes with it (the nearest row's on a miss)."""
-
-    def __init__(self, table: Table, space: Any, miss: str = "fail"):
-        if miss not in ("fail", "nearest"):
-            raise ValueError(f"miss must be 'fail' or 'nearest', got {miss!r}")
-        self.table, self.space, self.miss = table, space, miss
-        self.hits = self.misses = 0
-
-    def __call__(self, params: dict[str, Any]) -> tuple[Outcome | None, bool, tuple[Rung, ...]]:
-        i = self.table.index(params)
-        if i is not None:
-            self.hits += 1
-            return self.table.outcomes[i], True, self.table.curves[i]
-        self.misses += 1
-        if self.miss == "fail" or len(self.table) == 0:
-            return None, False, ()
-        i = self._nearest(params)
-        return self.table.outcomes[i], False, self.table.curves[i]
-
-    def _nearest(self, params: dict[str, Any]) -> int:
-        specs = {p.name: p for p in self.space.params}
-        best, best_d = 0, math.inf
-        for i, other in enumerate(self.table.params):  # first of equally near rows: deterministic
-            d = 0.0
-            for k in set(params) | set(other):
-                a, b = params.get(k), other.get(k)
-                if a is None or b is None or isinstance(a, (bool, str)) or isinstance(b, (bool, str)):
-                    d += float(a != b)
-                else:
-                    d += _numeric_distance(float(a), float(b), specs.get(k))
-            if d < best_d:
-                best, best_d = i, d
-        return best
-
-
-def _numeric_distance(a: float, b: float, spec: Any) -> float:
-    lo = getattr(spec, "low", None) if spec is not None else None
-    hi = getattr(spec, "high", None) if spec is not None else None
-    if a > 0 and b > 0:
-        a, b = math.log(a), math.log(b)
-        if lo and hi and lo > 0 and hi > lo:
-            return min(1.0, abs(a - b) / (math.log(hi) - math.log(lo)))
-    elif lo is not None and hi is not None and hi > lo:
-        return min(1.0, abs(a - b) / (hi - lo))
-    return min(1.0, abs(a - b))
+def records_json(records: list[TrialRecord]) -> list[dict[str, Any]]:
+    """The records as JSON-ready dicts."""
+    return [json.loads(json.dumps(asdict(r), default=str)) for r in records]
 
 
 # 3) the search loop without Ray -------------------------------------------------------------------------
@@ -386,82 +254,3 @@ class _Probe:
 
     def suggest_float(self, name: str, *a: Any, **k: Any) -> Any:
         raise TypeError(f"{name} is continuous: a replay grid needs discrete parameters (grid/choices)")
-
-    suggest_int = suggest_float
-
-
-def hv_curves(runs: list[list[TrialRecord]], reference: np.ndarray,
-              directions: tuple[str, ...] = ("maximize", "minimize")) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(cumulative train seconds, hypervolume) per run, with a shared reference point; stopped trials
-    add their partial compute and nothing to the front."""
-    from recipesearch.analysis import hypervolume_vs_compute
-
-    out = []
-    for recs in runs:
-        pts = np.array([[r.accuracy, r.train_seconds] for r in recs], dtype=float).reshape(-1, 2)
-        secs = pts[:, 1].copy()
-        pts[np.isnan(pts[:, 0])] = np.nan  # a stopped trial has no full-budget point
-        c = hypervolume_vs_compute(pts, secs, list(directions), reference)
-        out.append((c.cumulative_seconds, c.hypervolume))
-    return out
-
-
-@dataclass(frozen=True)
-class OracleSearch:
-    """The cheapest search that reaches a hypervolume, knowing the whole table (``oracle_search``)."""
-
-    seconds: float  # its training time: the required runs plus the chosen rows
-    required_seconds: float  # of which the runs every search makes first (the baselines)
-    rows: tuple[int, ...]  # the table rows chosen besides the required ones
-    exact: bool  # False: the front was too large to enumerate, ``seconds`` is a greedy upper bound
-
-
-ORACLE_EXACT_MAX = 16  # fronts up to this many rows are enumerated (2**16 subsets at most)
-
-
-def oracle_search(points: np.ndarray, required: Iterable[int], target: float, reference: np.ndarray,
-                  directions: tuple[str, ...] = ("maximize", "minimize")) -> OracleSearch | None:
-    """The least training time any search of this table can spend to reach ``target`` hypervolume (absolute,
-    with ``reference``), given that it trains the ``required`` rows (the baselines) in any case: a lower
-    bound for every sampler and scheduler, since one that knew the table could train exactly those rows.
-
-    The cost of a row is its train_seconds, which is also its second objective, so a row dominated by
-    another is never needed: its dominator is cheaper and adds at least as much hypervolume. The search
-    therefore enumerates subsets of the table's front only (a subset costing more than the best found is not
-    evaluated); above ``ORACLE_EXACT_MAX`` front rows it adds rows greedily
-    by hypervolume gained per second (an upper bound on the minimum). None: the whole table falls short.
-    """
-    import itertools
-
-    from recipesearch.analysis import hypervolume
-    from recipesearch.analysis.hypervolume_reach import reaches
-    from recipesearch.analysis.pareto import pareto_mask
-
-    pts = np.asarray(points, dtype=float).reshape(-1, 2)
-    req = sorted(set(int(i) for i in required))
-    base_cost = float(pts[req, 1].sum()) if req else 0.0
-
-    def hv(rows: Iterable[int]) -> float:
-        idx = req + list(rows)
-        return hypervolume(pts[idx], list(directions), reference) if idx else 0.0
-
-    front = [int(i) for i in np.nonzero(pareto_mask(pts, list(directions)))[0] if int(i) not in req]
-    if not reaches(hv(front), target):
-        return None
-    if len(front) <= ORACLE_EXACT_MAX:
-        best: tuple[float, tuple[int, ...]] = (math.inf, ())
-        for size in range(len(front) + 1):
-            for rows in itertools.combinations(front, size):
-                cost = float(pts[list(rows), 1].sum())
-                if cost < best[0] and reaches(hv(rows), target):
-                    best = (cost, rows)
-        return OracleSearch(base_cost + best[0], base_cost, tuple(sorted(best[1])), True)
-    chosen: list[int] = []
-    while not reaches(now := hv(chosen), target):
-        gains = [((hv([*chosen, i]) - now) / max(pts[i, 1], 1e-12), i) for i in front if i not in chosen]
-        chosen.append(max(gains)[1])
-    return OracleSearch(base_cost + float(pts[chosen, 1].sum()), base_cost, tuple(sorted(chosen)), False)
-
-
-def records_json(records: list[TrialRecord]) -> list[dict[str, Any]]:
-    return [json.loads(json.dumps(asdict(r), default=str)) for r in records]

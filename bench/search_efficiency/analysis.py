@@ -106,9 +106,9 @@ def frontier_lost(runs: list[list[dict[str, Any]]], table: Any, reference: np.nd
 
 def oracle_bound(space: Any, table: Any, reference: np.ndarray, hv_max: float, ana: dict[str, Any]) -> dict[str, Any] | None:
     """How much room the goal leaves on this table: the cheapest search that reaches random's final
-    hypervolume knowing every outcome (``bench.replay.oracle_search``; the baselines it must run first
+    hypervolume knowing every outcome (``bench.replay_hypervolume.oracle_search``; the baselines it must run first
     included), as a multiple of random's compute, against the goal's allowance."""
-    from bench.replay import oracle_search
+    from bench.replay_hypervolume import oracle_search
 
     random_t = ana.get("random_compute_to_target", math.nan)
     if not (math.isfinite(ana.get("target_hv", math.nan)) and math.isfinite(random_t) and random_t > 0):

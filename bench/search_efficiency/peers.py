@@ -63,7 +63,7 @@ def peer_run(space: Any, table: Any, seed: int, n_trials: int, rule: str, worker
     from syne_tune.optimizer.scheduler import SchedulerDecision
     from syne_tune.optimizer.schedulers.multiobjective.moasha import MOASHA
 
-    from bench.replay import param_value
+    from bench.replay_table import param_value
 
     names = space.param_names()
     values = {n: sorted({p[n] for p in table.params if n in p}) for n in names}

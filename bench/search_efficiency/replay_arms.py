@@ -114,7 +114,7 @@ def _table_is_current(meta: dict[str, Any] | None, space: Any, path: Path) -> bo
 
 def load_or_record(quick: bool, rerecord: bool = False) -> tuple[bool, Any, Any, dict[str, Any]]:
     """(quick table?, space, table, meta): the full table when it exists (quick mode too), else record."""
-    from bench.replay import Table
+    from bench.replay_table import Table
 
     use_quick = quick and not (table_path(False).exists() and not rerecord)
     space, path = grid_space(use_quick), table_path(use_quick)
@@ -149,7 +149,7 @@ _TABLES: dict[bool, tuple[Any, Any]] = {}
 
 def _table(quick_table: bool) -> tuple[Any, Any]:
     """(space, table), read once per process."""
-    from bench.replay import Table
+    from bench.replay_table import Table
 
     if quick_table not in _TABLES:
         space = grid_space(quick_table)

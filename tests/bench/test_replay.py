@@ -12,18 +12,9 @@ from typing import Any
 
 import pytest
 
-from bench.replay import (
-    Table,
-    TableObjective,
-    enumerate_space,
-    grid_space,
-    hv_curves,
-    oracle_search,
-    replay,
-    run_study,
-    with_sampler,
-    write_table,
-)
+from bench.replay import enumerate_space, grid_space, replay, run_study, with_sampler, write_table
+from bench.replay_hypervolume import hv_curves, oracle_search
+from bench.replay_table import Table, TableObjective
 from recipesearch.analysis.hypervolume_reach import first_reach
 
 BASE = {
@@ -170,7 +161,7 @@ def test_the_oracle_needs_only_front_rows_and_says_when_the_table_falls_short():
 def test_a_front_too_large_to_enumerate_gets_a_greedy_upper_bound(monkeypatch):
     import numpy as np
 
-    import bench.replay as replay_module
+    import bench.replay_hypervolume as replay_module
     from recipesearch.analysis import hypervolume
 
     rng = np.random.default_rng(3)

@@ -11,16 +11,9 @@ from typing import Any
 
 import pytest
 
-from bench.replay import (
-    Table,
-    TrialRecord,
-    enumerate_space,
-    grid_space,
-    hv_curves,
-    replay,
-    rung_reports,
-    write_table,
-)
+from bench.replay import TrialRecord, enumerate_space, grid_space, replay, rung_reports, write_table
+from bench.replay_hypervolume import hv_curves
+from bench.replay_table import Table
 
 BASE = {
     "model": {"name": "cnn", "width": 8}, "data": {"name": "digits"},

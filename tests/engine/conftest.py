@@ -233,7 +233,7 @@ def loopback_cluster(ray_env):
     to be gone."""
     from types import SimpleNamespace
 
-    from bench.crash_cycles import node_pids
+    from bench.private_ray import node_pids
 
     marker = ray_env["RAY_TMPDIR"]
     port = free_port(HEAD_IP)

@@ -1,0 +1,59 @@
+"""bench/load_trust.py's pure parts, without its searches: the shares of claims inside, the goal, the baseline
+shift read off a hand-made trials table, and a smoke check that a summarised result renders."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from bench import load_trust
+
+
+def _claim(number: int, inside: bool, ci_low: float = 1.2) -> dict:
+    return {"kind": "point", "number": number, "reported_speedup": 1.5, "reported_ci_low": ci_low,
+            "reported_ci_high": 1.8, "fresh_speedup": 1.6 if inside else 1.0, "inside": inside}
+
+
+def _result() -> dict:
+    hog = {"space": "digits", "condition": "hog", "hog": True, "wall_seconds": 600.0, "hog_seconds": 300.0,
+           "baseline_shift": {"0.5": 1.4}, "paired": [_claim(1, True), _claim(2, True), _claim(3, False),
+                                                       _claim(4, True), _claim(5, True, ci_low=math.nan)],
+           "early": [_claim(1, False), _claim(2, True)]}
+    control = {"space": "digits", "condition": "control", "hog": False, "wall_seconds": 500.0, "hog_seconds": 0.0,
+               "paired": [_claim(1, True)], "early": []}
+    return {"seeds": 3, "searches": [hog, control]}
+
+
+def test_shares_count_the_claims_with_an_interval_and_the_goal_reads_the_paired_ones_under_load():
+    out = load_trust.summarise(_result())
+    assert out["hog_paired_inside"] == pytest.approx(0.75)  # 3 of 4: the claim without an interval is not scored
+    assert out["hog_early_inside"] == pytest.approx(0.5)
+    assert out["control_paired_inside"] == 1.0 and math.isnan(out["control_early_inside"])
+    assert not out["goal_met"]  # 75 % < 80 %
+    first = _result()
+    first["searches"][0]["paired"][2]["inside"] = True
+    assert load_trust.summarise(first)["goal_met"]
+
+
+def test_no_scored_claims_under_load_do_not_meet_the_goal():
+    result = {"seeds": 3, "searches": [{"condition": "hog", "paired": [], "early": []}]}
+    out = load_trust.summarise(result)
+    assert math.isnan(out["hog_paired_inside"]) and not out["goal_met"]
+
+
+def test_the_baseline_shift_is_the_early_baselines_time_over_the_paired_ones_per_budget():
+    trials = pd.DataFrame([
+        {"state": "COMPLETE", "is_baseline": True, "stage": "baseline", "budget": 0.5, "train_seconds": 3.0},
+        {"state": "COMPLETE", "is_baseline": True, "stage": "baseline", "budget": 0.5, "train_seconds": 5.0},
+        {"state": "COMPLETE", "is_baseline": True, "stage": "confirm", "budget": 0.5, "train_seconds": 2.0},
+        {"state": "COMPLETE", "is_baseline": True, "stage": "baseline", "budget": 1.0, "train_seconds": 6.0},
+        {"state": "FAIL", "is_baseline": True, "stage": "confirm", "budget": 1.0, "train_seconds": 1.0},
+        {"state": "COMPLETE", "is_baseline": False, "stage": "confirm", "budget": 0.5, "train_seconds": 99.0},
+    ])
+    # budget 1 has no finished paired baseline: no ratio; budget 0.5: mean(3, 5) / 2
+    assert load_trust._baseline_shift(trials) == {"0.5": pytest.approx(2.0)}
+
+
+def test_a_summarised_result_renders_its_table():
+    assert "| space | search | search time | hog |" in load_trust.render(load_trust.summarise(_result()))
