@@ -34,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="after the confirmation, train the headline recipe without each of its methods, then "
                         "without those it does not need as a new curve (turns on the space's simplify stage; "
                         "works on --resume of a finished search)")
+    p.add_argument("--strict-timing", action="store_true",
+                   help="run again (twice at most) a trial whose training got far less CPU than the search's median "
+                        "(cpu_share under 0.75x: another process took its cores), instead of letting its slow time "
+                        "into the frontier")
     p.add_argument("--checkpoint-minutes", type=non_negative_number, metavar="M",
                    help="checkpoint each running trial every M minutes, so a trial cut by a lost node or kill -9 "
                         "goes on from there (Ray Tune's retry, --resume); 0: none (overrides checkpoint_minutes, "
@@ -102,5 +106,6 @@ def run(args: argparse.Namespace) -> int:
            cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
            executor=args.executor, scheduler=args.scheduler, report=args.report, report_every=args.report_every,
            checkpoint_minutes=args.checkpoint_minutes, simplify=args.simplify, plugins=args.plugins,
+           strict_timing=args.strict_timing,
            command=["recipesearch", *sys.argv[1:]])
     return 0

@@ -71,6 +71,7 @@ def search(
     checkpoint_minutes: float | None = None,
     simplify: bool = False,
     plugins: list[Any] | tuple[Any, ...] = (),
+    strict_timing: bool = False,
 ) -> SearchResult:
     """Run (or with ``resume=True`` continue) a recipe search; return its ``SearchResult``.
 
@@ -79,7 +80,8 @@ def search(
     local Ray. ``storage``: an Optuna RDB URL instead of ``sqlite:///OUT/study.db``. ``trials``,
     ``concurrency``, ``cpus_per_trial`` and ``gpus_per_trial`` (a number or "auto") override the space's
     values; ``scheduler`` the space's ``scheduler.name``; ``checkpoint_minutes`` the space's (0: no checkpoints);
-    ``simplify`` turns the simplify stage on (engine/simplify.py).
+    ``simplify`` turns the simplify stage on (engine/simplify.py); ``strict_timing`` runs a trial timed on a busy
+    machine again (engine/strict_timing.py).
     ``plugins``: modules (names or module objects) of the user's own code to import here and in every trial
     first, so their ``register_model`` / ``register_dataset`` / ``register_algorithm`` calls run everywhere;
     entries registered in the calling process (a script's ``__main__`` too) reach the trials without it.
@@ -89,6 +91,7 @@ def search(
     before anything is written or started.
     """
     _check_arguments(space, out, resume=resume, force=force, quiet=quiet, report=report, simplify=simplify,
+                     strict_timing=strict_timing,
                      trials=trials, concurrency=concurrency, report_every=report_every, address=address,
                      storage=storage, scheduler=scheduler, executor=executor, command=command)
     from recipesearch.plugins import add_search_dir, import_plugins
@@ -113,7 +116,7 @@ def search(
                             quiet=quiet, trials=trials, concurrency=concurrency, cpus_per_trial=cpus_per_trial,
                             gpus_per_trial=gpus_per_trial, executor=executor,  # type: ignore[arg-type]
                             scheduler=scheduler, checkpoint_minutes=checkpoint_minutes, simplify=simplify,
-                            report=report, report_every=report_every,
+                            report=report, report_every=report_every, strict_timing=strict_timing,
                             command=command or _api_command(loaded, out))
     df = SearchDriver(loaded, options).run()
     return SearchResult(df, RunDir(out), loaded)
@@ -160,7 +163,8 @@ def _api_command(space: Any, out: str | Path) -> list[str]:
 
 # search's arguments checked for their type at the door: name -> (types, what to say, None allowed)
 _ARGUMENT_TYPES: dict[str, tuple[tuple[type, ...], str, bool]] = {
-    **{flag: ((bool,), "True or False", False) for flag in ("resume", "force", "quiet", "report", "simplify")},
+    **{flag: ((bool,), "True or False", False) for flag in ("resume", "force", "quiet", "report", "simplify",
+                                                            "strict_timing")},
     **{name: ((numbers.Integral,), "an int", True) for name in ("trials", "concurrency")},
     "report_every": ((numbers.Integral,), "an int", False),
     **{name: ((str,), "a str", True) for name in ("address", "storage", "scheduler")},

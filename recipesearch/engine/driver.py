@@ -69,6 +69,7 @@ class SearchOptions:
     scheduler: str | None = None  # overrides space.scheduler.name (fifo, moasha, promote, moasha+promote)
     checkpoint_minutes: float | None = None  # overrides space.checkpoint_minutes (0: no checkpoints)
     simplify: bool = False  # turns the simplify stage on (engine/simplify.py), whatever the space says
+    strict_timing: bool = False  # a trial timed on a busy machine runs again (engine/strict_timing.py)
     report: bool = True  # build the report (recipesearch.report) at the end, and during the search
     report_every: int = 4  # rebuild the report after this many finished trials (0: only at the end)
     # ... but at most this often: a build is ~4 s of CPU that would compete with the trials being timed
@@ -210,6 +211,7 @@ class SearchDriver:
             storage = storage or make_storage(url)
             self.loop = self._make_loop(storage, resuming)
             self.loop.plugins = self.shipment.payload()
+            self.loop.strict_timing = opts.strict_timing
             recovered, baselines = self.loop.prepare(resuming)
             changed = user_code.changed_since(run.read_meta()) if resuming else None
             self.log = RunLog(run, resuming)

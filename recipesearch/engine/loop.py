@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from recipesearch.engine import queueing, repeats, scheduler, simplify
+from recipesearch.engine import queueing, repeats, scheduler, simplify, strict_timing
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
 from recipesearch.engine.failures import failing_alike, stop_message
@@ -94,6 +94,7 @@ class SearchLoop:
         self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
         self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
+        self.strict_timing = False  # --strict-timing: a trial timed on a busy machine runs again
         self.plugins: dict[str, Any] | None = None  # user code every trial installs first (engine/shipping.py)
 
     # -- before the first ask
@@ -105,10 +106,8 @@ class SearchLoop:
 
     def _queue_baselines(self) -> int:
         """The baseline runs, once the LR sweep (if any) has chosen the LR; 0 while it has not."""
-        if self._baselines_queued:
-            return 0
-        decided, lr = queueing.tuned_lr(self.trials(), self.space)
-        if not decided:
+        decided, lr = (False, None) if self._baselines_queued else queueing.tuned_lr(self.trials(), self.space)
+        if not decided:  # queued already, or the sweep is still choosing
             return 0
         self._baselines_queued = True
         added = queueing.ensure_baselines(self.study, self.space, lr)
@@ -331,6 +330,10 @@ class SearchLoop:
         if crash:  # its worker died (node lost, killed for memory): the executor gave up on this attempt
             attrs[st.WORKER_LOST] = True
             attrs[st.RETRIES] = int(trial.user_attrs.get(st.RETRIES) or 0) + 1
+        busy = strict_timing.busy_attrs(self.trials(), attrs, trial.user_attrs) if self.strict_timing and values \
+            else None
+        if busy:  # --strict-timing: timed on a busy machine; not a result for the frontier, the same run again
+            attrs, values = {**attrs, **busy}, None
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         state = TrialState.COMPLETE if values is not None else TrialState.FAIL
@@ -341,6 +344,8 @@ class SearchLoop:
             frozen = self.study.tell(trial, state=TrialState.FAIL)
         if crash:
             self._run_again(frozen, crash)
+        elif busy and queueing.requeue(self.study, frozen):
+            self.on_message(f"trial {frozen.number}: {busy['error']}; queued again as a new trial")
         elif state == TrialState.COMPLETE and self.space.scheduler.promotes and st.stage_of(frozen) == st.SEARCH:
             self._promote(frozen)
         self.on_finish(frozen)
@@ -351,10 +356,9 @@ class SearchLoop:
         as user attrs: never on the frontier, which reads COMPLETE trials only."""
         self.in_flight.pop(proposal.number, None)
         self._sweep_stale = True
-        trial = proposal.trial
-        for key, value in scheduler.pruned_attrs(self.space, trial, result).items():
-            trial.set_user_attr(key, value)
-        frozen = self.study.tell(trial, state=TrialState.PRUNED)
+        for key, value in scheduler.pruned_attrs(self.space, proposal.trial, result).items():
+            proposal.trial.set_user_attr(key, value)
+        frozen = self.study.tell(proposal.trial, state=TrialState.PRUNED)
         self.on_finish(frozen)
         return frozen
 
@@ -373,19 +377,17 @@ class SearchLoop:
 
     def note_retry(self, proposal: Proposal, reason: str) -> None:
         """The trial's worker died and the executor starts it again: counted on the (still running) trial."""
-        trial = proposal.trial
-        retries = int(trial.user_attrs.get(st.RETRIES) or 0) + 1
-        trial.set_user_attr(st.RETRIES, retries)
-        trial.set_user_attr("retry_reason", reason)
+        retries = int(proposal.trial.user_attrs.get(st.RETRIES) or 0) + 1
+        proposal.trial.set_user_attr(st.RETRIES, retries)
+        proposal.trial.set_user_attr("retry_reason", reason)
         self.on_message(f"trial {proposal.number}: {reason}; running it again (retry {retries})")
 
     def interrupt(self, proposal: Proposal) -> FrozenTrial:
         """FAIL("interrupted") and queued again with the same params: it runs once more, later."""
         self.in_flight.pop(proposal.number, None)
         self._sweep_stale = True
-        trial = proposal.trial
-        trial.set_user_attr("error", st.INTERRUPTED)
-        frozen = self.study.tell(trial, state=TrialState.FAIL)
+        proposal.trial.set_user_attr("error", st.INTERRUPTED)
+        frozen = self.study.tell(proposal.trial, state=TrialState.FAIL)
         queueing.requeue(self.study, frozen)
         self.on_finish(frozen)
         return frozen

@@ -43,6 +43,19 @@ class SearchUI(Protocol):
 # 1) numbers: one ``analysis.frontier`` per refresh, rendered as rows and lines -------------------------
 
 
+def busy_text(row: dict[str, Any], trials: pd.DataFrame) -> str:
+    """' (busy machine: cpu_share 0.41 vs median 0.97)' for a trial timed on a busy machine (analysis.load)."""
+    from recipesearch.analysis.load import is_busy, reference_share
+
+    share = row.get("cpu_share")
+    if not finite(share) or "cpu_share" not in trials:
+        return ""
+    reference = reference_share(trials.loc[trials["state"].eq("COMPLETE"), "cpu_share"])
+    if not is_busy(float(share), reference):
+        return ""
+    return f" (busy machine: cpu_share {float(share):.2f} vs median {reference:.2f}; its time is slow)"
+
+
 def completed(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
     """The completed rows of ``trials`` (``analysis.frontier``'s definition)."""
     if trials.empty:
@@ -239,6 +252,9 @@ class LiveUI:
         self.running.discard(int(row["number"]))
         if row["state"] == "FAIL" and row.get("error") != INTERRUPTED:
             self.console.print(f"[yellow]trial {row['number']} failed:[/] {row.get('error')}")
+        busy = busy_text(row, trials) if row["state"] == "COMPLETE" else ""
+        if busy:
+            self.console.print(f"[yellow]trial {row['number']}{busy}[/]")
         if not self.live or self.space is None:
             return
         self.progress.update(self.task, completed=count_finished_rows(trials), status=self._status(trials))
@@ -290,7 +306,7 @@ class LogUI:
         if row["state"] == "COMPLETE":
             self._line(f"[{done}/{self.total}] trial {row['number']} COMPLETE {self._accuracies(row)} "
                        f"train {_fmt(row['train_seconds'], '.2f')} s budget {row['budget']} "
-                       f"{row['algorithms'] or ''}".rstrip())
+                       f"{row['algorithms'] or ''}".rstrip() + busy_text(row, trials))
         elif row["state"] == "PRUNED" and finite(row.get("duplicate_of")):
             self._line(f"[{done}/{self.total}] trial {row['number']} not trained: the same recipe as trial "
                        f"{int(row['duplicate_of'])}, budget {row['budget']} {row['algorithms'] or ''}".rstrip())

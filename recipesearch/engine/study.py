@@ -51,7 +51,8 @@ RUNGS, PRUNED_AT, PRUNE_REASON, PROMOTED_FROM = "rungs", "pruned_at", "prune_rea
 DUPLICATE_OF = "duplicate_of"
 # What a re-run inherits: its stage and seed, and the worker deaths its run already had (``RETRIES``: each
 # death of the run's worker so far, the one that ended a FAIL included).
-CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM, "arm")  # arm: a replication's
+# ``arm``: a replication's (engine/replicate.py); ``busy_reruns``: engine/strict_timing.py's count.
+CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM, "arm", "busy_reruns")
 
 
 def queued_params(t: FrozenTrial) -> dict[str, Any]:
