@@ -29,7 +29,7 @@ from ray.tune.search import Searcher
 from recipesearch.engine import ray_orphans
 from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
-from recipesearch.engine.trial import trainable
+from recipesearch.engine.trainable import trainable
 from recipesearch.errors import UserError
 
 LOOPBACK_IP = "127.0.0.2"  # Ray rewrites 127.0.0.1 to the external address; this keeps a local Ray on loopback
@@ -252,7 +252,7 @@ class RayTune:
                                       # A trial whose worker died (node lost, killed for memory) runs again
                                       # (a trial's own failure is a result, never an error) ...
                                       failure_config=tune.FailureConfig(max_failures=self.max_failures),
-                                      # ... from its latest checkpoint, where it has one (engine/trial.py)
+                                      # ... from its latest checkpoint, where it has one (engine/trainable.py)
                                       checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
         )
         # Tune's result grid looks for per-trial result files we do not write (the study has the results).

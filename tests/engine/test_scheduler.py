@@ -23,7 +23,6 @@ from recipesearch.engine import study as st
 from recipesearch.engine.executors import InProcess, train_proposal
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.samplers import make_sampler
-from recipesearch.engine.trial import HOLD_RUNG_ENV
 from recipesearch.report.info import build_info
 from tests.engine.conftest import REPO, TINY_BASE
 
@@ -205,15 +204,16 @@ def test_ray_stops_a_pruned_trials_worker(tmp_path, write_space, ray_env):
         assert row["accuracy"] == pytest.approx(json.loads(row["rungs"])[-1][1])
 
 
-def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path, write_space):
+def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path, write_space, trial_faults):
     """kill -9 while a trial sits in a rung report, then --resume: each run finishes exactly once."""
     path = write_space(scheduler=MOASHA, trials=10, hparams=WIDE_LR, sampler={"name": "random", "seed": 4},
                        concurrency=1)
     out = tmp_path / "run"
     marker = out.parent / "in_rung"
-    env = {**os.environ, HOLD_RUNG_ENV: json.dumps({"file": str(marker), "sleep": 3})}
+    # the first 6 rung reports pause 3 s: the kill below lands in one (the --resume's own reports need not wait)
+    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 3, "pauses": 6})
     proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(path), "--out", str(out),
-                             "--executor", "inprocess", "--quiet", "--no-report"], cwd=REPO, env=env,
+                             "--executor", "inprocess", "--quiet", "--no-report", "--plugin", faults], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
