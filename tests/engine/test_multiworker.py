@@ -3,6 +3,7 @@ and searches on a local Ray where each trial trains data-parallel on 2 gloo rank
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -110,10 +111,13 @@ def test_a_lost_peer_is_summarised_with_its_rank():
 # -- on a local Ray: 2 gloo ranks a trial ---------------------------------------------------------------------
 
 
-def _ray(cpus: int = 4) -> None:
+def _ray(cpus: int = 4, gpus: int = 0, plugin: Path | None = None) -> None:
+    """This test's own Ray (fake GPUs, more CPUs than the machine's); a search that finds Ray started cannot give it
+    a job runtime_env of its own, so the test ships its ``plugin`` file to the workers here, as a user would."""
     import ray
 
-    ray.init(num_cpus=cpus, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=cpus, num_gpus=gpus, _node_ip_address="127.0.0.2", include_dashboard=False,
+             log_to_driver=False, runtime_env={"py_modules": [str(plugin)]} if plugin else None)
 
 
 @pytest.mark.ray
@@ -184,9 +188,7 @@ def test_each_worker_gets_its_own_gpu(tmp_path, write_space, ray_env, capsys, lo
 
     faults = trial_faults({"kind": "fake_cuda"},
                           {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 60})
-    import ray
-
-    ray.init(num_cpus=4, num_gpus=4, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False)
+    _ray(4, gpus=4, plugin=tmp_path / f"{faults}.py")
     path = write_space(trials=2, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2, "gpus_per_worker": 1},
                        algorithms={}, base={**_tiny_base(), "device": "auto"})
     out = tmp_path / "run"
@@ -222,7 +224,7 @@ def test_a_peer_whose_process_dies_is_retried(tmp_path, write_space, ray_env, mo
     # The retry's rank 1 is a fresh Ray worker: importing torch took over 16 s on 2 cores loaded by the suite's
     # other half (seen in `make test`), so the group waits 45 s, not the 15 s the first attempt needs to give up
     monkeypatch.setenv(TIMEOUT_ENV, "45")
-    _ray(4)
+    _ray(4, plugin=tmp_path / f"{faults}.py")
     path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={})
     out = tmp_path / "run"
     search(path, out=out, quiet=True, report=False, plugins=[faults])
@@ -246,7 +248,7 @@ def test_a_two_worker_trial_goes_on_from_its_checkpoint(tmp_path, write_space, r
 
     faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "after_checkpoint": 1,
                            "once": str(tmp_path / "struck")})
-    _ray(4)
+    _ray(4, plugin=tmp_path / f"{faults}.py")
     path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={},
                        checkpoint_minutes=0.002, base={**TINY_BASE, "max_duration": 3})
     out = tmp_path / "run"
