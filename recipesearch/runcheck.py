@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from recipesearch.errors import UserError
+from recipesearch.trials_columns import NUMERIC_COLUMNS, STAGES
 
 # Columns without which trials.csv tells a report nothing (the whole contract: rundir.py's docstring).
 REQUIRED_COLUMNS = ("number", "state", "is_baseline", "budget", "algorithms", "accuracy", "train_seconds")
@@ -91,8 +92,6 @@ def output_problem(path: Path, folder: bool) -> str | None:
 def check_trials_text(path: Path, text: str, required: Sequence[str] = ()) -> None:
     """trials.csv as the search writes it: a header with the required columns, each once; every row as
     long as the header; trial numbers, states, numbers, stages and recipe JSON that parse."""
-    from recipesearch.rundir import NUMERIC_COLUMNS, STAGES
-
     if not text.strip():
         raise UserError(f"{path}: empty file (not even the header row); the search rewrites it from the study "
                         "(recipesearch search ... --resume)")

@@ -44,26 +44,15 @@ from recipesearch.runcheck import (
 )
 from recipesearch.runlock import LOCK_NAME
 
+# HEAD_COLUMNS and TAIL_COLUMNS stay importable from here too: the contract this module's docstring names
+from recipesearch.trials_columns import HEAD_COLUMNS as HEAD_COLUMNS
+from recipesearch.trials_columns import NUMERIC_COLUMNS, STAGES, TEXT_COLUMNS
+from recipesearch.trials_columns import TAIL_COLUMNS as TAIL_COLUMNS
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from recipesearch.space import SearchSpace
-
-HEAD_COLUMNS = ("number", "state", "is_baseline", "budget", "epochs", "algorithms")
-TAIL_COLUMNS = ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction", "cost",
-                "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete", "seed", "stage",
-                "of_trial", "retries", "requeued_from", "hardware", "pruned_at", "promoted_from", "rung_seconds",
-                "checkpoint_seconds", "resumes", "rungs", "duplicate_of")
-NUMERIC_COLUMNS = ("budget", "epochs", "accuracy", "val_accuracy", "loss", "train_seconds", "throughput",
-                   "data_wait_fraction", "cost", "seed", "of_trial", "retries", "requeued_from", "pruned_at",
-                   "promoted_from", "rung_seconds", "checkpoint_seconds", "resumes", "duplicate_of")
-# ``rungs``: what a trial reported at its rungs (scheduler: moasha), JSON [[fraction, accuracy, train_seconds], ...]
-TEXT_COLUMNS = ("state", "algorithms", "recipe_id", "recipe_json", "error", "datetime_start", "datetime_complete",
-                "stage", "hardware", "rungs")
-# ``stage`` of a trial (engine/study.py): the LR sweep, the baseline runs, proposals, confirmation re-runs,
-# the simplify stage's runs (engine/simplify.py).
-STAGES = ("tune", "baseline", "search", "confirm", "simplify")
-
 
 def write_atomic(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""

@@ -11,16 +11,13 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from recipesearch.data.source import ImageSource
 from recipesearch.errors import UserError
 from recipesearch.plugins import is_import_path
-
-if TYPE_CHECKING:
-    from recipesearch.data.spec import DataSpec
 
 ENV_DATA = "RECIPESEARCH_DATA"  # a folder holding one sub-folder per dataset name
 
@@ -64,7 +61,7 @@ class RawDataset:
                 raise ValueError(f"{split} labels must be int64 [N] matching the images, got {labels.dtype}")
 
 
-Loader = Callable[["DataSpec"], RawDataset]
+Loader = Callable[..., RawDataset]  # loader(spec: DataSpec)
 _REGISTRY: dict[str, Loader] = {}
 
 
@@ -82,7 +79,7 @@ def register_dataset(name: str) -> Callable[[Loader], Loader]:
     return decorator
 
 
-Lister = Callable[["DataSpec"], Any]
+Lister = Callable[..., Any]  # lister(spec: DataSpec)
 _STREAMING: dict[str, Lister] = {}
 
 
@@ -134,18 +131,27 @@ def get_dataset(name: str) -> Loader:
 # ---- helpers shared by the loaders -------------------------------------------------------------------
 
 
+class SpecLocation(Protocol):
+    """What the helpers below read of a ``DataSpec`` (data/spec.py): that module validates names against this
+    registry, so this one names only the two fields it needs rather than importing it back."""
+
+    name: str
+    root: str | None
+
+
+
 def default_root(name: str) -> Path:
     """Where a dataset lives when ``DataSpec.root`` is unset: ``$RECIPESEARCH_DATA/<name>`` or the cache."""
     base = os.environ.get(ENV_DATA)
     return Path(base).expanduser() / name if base else Path.home() / ".cache" / "recipesearch" / name
 
 
-def spec_root(spec: DataSpec) -> Path:
+def spec_root(spec: SpecLocation) -> Path:
     """``spec.root`` with ``~`` expanded, or ``default_root(spec.name)``."""
     return Path(spec.root).expanduser() if spec.root else default_root(spec.name)
 
 
-def candidate_dirs(spec: DataSpec, extra: Sequence[Path] = (), subdirs: Sequence[str] = ()) -> list[Path]:
+def candidate_dirs(spec: SpecLocation, extra: Sequence[Path] = (), subdirs: Sequence[str] = ()) -> list[Path]:
     """Folders to search, in order, without duplicates: root, ``$RECIPESEARCH_DATA/<name>``, ``extra``;
     each followed by its ``subdirs`` (the layouts torchvision and the original archives use).
 

@@ -16,8 +16,9 @@ Why the trial launches torch.distributed itself rather than running Ray Train's 
 2) Tune's placement group reserves all N bundles together, so concurrent trials never hold the CPUs their
    own workers wait for (a Train driver inside a Tune trial holds the trial's resources while its workers
    queue for theirs: with concurrency that can deadlock).
-3) Everything ``trial.py`` does for a trial (device from Ray's assignment, failures as results, the test
-   hooks, the node) applies to rank 0 unchanged; there is no Train controller actor to start per trial.
+3) Everything ``trainable.py`` does for a trial (device from Ray's assignment, failures as results, the fault
+   points of ``faults.py``, the node) applies to rank 0 unchanged; there is no Train controller actor to start
+   per trial.
 What Ray Train would add and this does not: restarting a worker group in place (here a peer whose process
 died ends the trial's attempt with ``WorkerLost``, which Tune's FailureConfig retries like any trial whose
 worker died) and elastic sizes. A peer that dies before the group forms costs rank 0 the group's timeout
@@ -40,7 +41,8 @@ import ray
 from ray import tune
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from recipesearch.engine.trial import METRICS, _inject_fault, run_recipe
+from recipesearch.engine import faults
+from recipesearch.engine.trial import METRICS, run_recipe, start_trial
 from recipesearch.train.distributed import DEFAULT_TIMEOUT_S, Rendezvous, peer_gone
 
 # Seconds a collective may wait for a peer before the trial fails (a hung peer); tests shorten it.
@@ -78,13 +80,13 @@ class WorkerLost(RuntimeError):
 @ray.remote(max_retries=0)
 def _peer(config: dict[str, Any]) -> dict[str, Any]:
     """Ranks 1..N-1: the trial's recipe in the group; rungs are answered by rank 0 (``Trainer``)."""
-    _inject_fault(config)
+    config = start_trial(config)
     written = 0
 
     def checkpointed(path: Any, info: dict[str, Any]) -> None:  # rank 0 wrote one, with this rank's part
         nonlocal written
         written += 1
-        _inject_fault(config, checkpoints=written)
+        faults.reach("checkpoint", config, checkpoints=written)
 
     out = run_recipe(config, on_rung=(lambda report: True) if config.get("rungs") else None,
                      on_checkpoint=checkpointed)

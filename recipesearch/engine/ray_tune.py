@@ -1,7 +1,8 @@
 """The Ray Tune executor: the loop's proposals run as Tune trials on a local Ray or an existing cluster.
 
-Only Ray's public API: ``LoopSearcher`` is a ``ray.tune.search.Searcher`` whose ``suggest`` is the loop's
-``ask`` and whose ``on_trial_complete`` is its ``tell``; ``CrashNotes`` is a ``FIFOScheduler`` that keeps
+Ray's public API, but for one patch of Tune kept in ``recipesearch/compat.py`` (a worker killed for memory):
+``LoopSearcher`` is a ``ray.tune.search.Searcher`` whose ``suggest`` is the loop's ``ask`` and whose
+``on_trial_complete`` is its ``tell``; ``CrashNotes`` is a ``FIFOScheduler`` that keeps
 the text of a dead worker's error (Tune hands it to the scheduler only). The study in the run directory
 is the checkpoint: the searcher saves nothing into Tune's experiment checkpoint, and resuming is
 ``--resume`` on the study, not ``Tuner.restore`` (Tune's checkpoint of an in-flight searcher cannot survive
@@ -26,10 +27,11 @@ from ray import tune
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from ray.tune.search import Searcher
 
+from recipesearch.compat import memory_kills_are_actor_deaths
 from recipesearch.engine import ray_orphans
 from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
-from recipesearch.engine.trial import trainable
+from recipesearch.engine.trainable import trainable
 from recipesearch.errors import UserError
 
 LOOPBACK_IP = "127.0.0.2"  # Ray rewrites 127.0.0.1 to the external address; this keeps a local Ray on loopback
@@ -199,28 +201,6 @@ class _DropTuneSummary(logging.Filter):
         return not str(record.msg).startswith("Trials did not complete")
 
 
-def _memory_kills_are_actor_deaths() -> None:
-    """Ray 2.60's Tune ends the whole ``fit`` ("Caught unexpected exception", exit 1) when Ray's memory monitor
-    kills a trial's worker: the actor task then fails with ``ray.exceptions.OutOfMemoryError``, which Tune's
-    actor manager (ray/air/execution/_internal/actor_manager.py, ``_actor_task_failed``) only expects as a
-    ``RayActorError`` or ``RayTaskError``. Handed over as the actor death it is, Tune retries that trial
-    (``FailureConfig``) or fails it alone, and the search goes on. Patched once, only where that private
-    method exists; a Ray that handles the error itself never sees the wrapper act."""
-    from ray.air.execution._internal import actor_manager
-
-    original = getattr(actor_manager.RayActorManager, "_actor_task_failed", None)
-    if original is None or getattr(original, "memory_kills_are_deaths", False):
-        return
-
-    def _actor_task_failed(self: Any, tracked_actor_task: Any, exception: Exception) -> Any:
-        if isinstance(exception, ray.exceptions.OutOfMemoryError):
-            exception = ray.exceptions.RayActorError(error_msg=f"ray.exceptions.OutOfMemoryError: {exception}")
-        return original(self, tracked_actor_task, exception)
-
-    _actor_task_failed.memory_kills_are_deaths = True  # type: ignore[attr-defined]
-    actor_manager.RayActorManager._actor_task_failed = _actor_task_failed
-
-
 def _dirname(trial: Any) -> str:
     return f"trial_{int(trial.config.get('number', 0)):05d}_{trial.trial_id}"
 
@@ -236,7 +216,7 @@ class RayTune:
         self.session, self.max_failures = session, max_failures
 
     def run(self, loop: SearchLoop) -> None:
-        _memory_kills_are_actor_deaths()
+        memory_kills_are_actor_deaths()
         notes: dict[str, str] = {}
         searcher = LoopSearcher(loop, notes, CheckpointStore(self.storage_path))
         tuner = tune.Tuner(
@@ -252,7 +232,7 @@ class RayTune:
                                       # A trial whose worker died (node lost, killed for memory) runs again
                                       # (a trial's own failure is a result, never an error) ...
                                       failure_config=tune.FailureConfig(max_failures=self.max_failures),
-                                      # ... from its latest checkpoint, where it has one (engine/trial.py)
+                                      # ... from its latest checkpoint, where it has one (engine/trainable.py)
                                       checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
         )
         # Tune's result grid looks for per-trial result files we do not write (the study has the results).

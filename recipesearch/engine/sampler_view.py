@@ -6,7 +6,8 @@ would take three seeds of one recipe as three observations of the same point (TP
 GP's fit would weigh that point thrice) and the confirmation stage's retraining of the best proposals at
 every budget would pull a resumed search towards the recipes already chosen. ``HideRepeats`` wraps any
 Optuna sampler and hands it a view of the study without the trials ``keep`` rejects; everything else
-(storage, directions, the trial being sampled, NSGA-II's generation attributes) is the study itself.
+(storage, directions, the trial being sampled, NSGA-II's generation attributes) is the study itself. The view
+rests on a private Optuna method, so it lives in ``recipesearch/compat.py`` with the other such uses.
 
 After a proposal that repeated a recipe already trained (engine/loop.py answers it without training),
 ``explore_next`` has the next trial drawn at random: a sampler that ignores pruned trials (GP, NSGA-II)
@@ -15,7 +16,7 @@ repeats. (It is how TPE and GP start anyway: their first trials are random.)
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,21 +25,7 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
-
-class _StudyView(optuna.Study):
-    """The study with some trials left out of every trial list a sampler reads.
-
-    Optuna's samplers read trials through ``Study._get_trials`` (``get_trials`` and ``trials`` call it
-    too), so that is the one method filtered; the view shares the study's storage and per-thread cache.
-    """
-
-    def __init__(self, study: optuna.Study, keep: Callable[[FrozenTrial], bool]):  # noqa: D107
-        self.__dict__.update(study.__dict__)
-        self._keep = keep
-
-    def _get_trials(self, deepcopy: bool = True, states: Container[TrialState] | None = None,
-                    use_cache: bool = False) -> list[FrozenTrial]:
-        return [t for t in super()._get_trials(deepcopy, states, use_cache) if self._keep(t)]
+from recipesearch.compat import study_without
 
 
 class HideRepeats(BaseSampler):
@@ -59,7 +46,7 @@ class HideRepeats(BaseSampler):
         return trial.number == self._exploring
 
     def _view(self, study: optuna.Study) -> optuna.Study:
-        return _StudyView(study, self.keep)
+        return study_without(study, self.keep)
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         if self._random_for(trial):

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from torch import nn
 
 from recipesearch.errors import ConfigError
+from recipesearch.models.tv import TV_PREFIX, create_torchvision_model, torchvision_model_names
 from recipesearch.plugins import (
     accepted_options,
     check_options,
@@ -25,8 +26,6 @@ from recipesearch.plugins import (
     missing_required,
     resolve,
 )
-
-TV_PREFIX = "tv/"
 
 # The three arguments every constructor receives from the data; anything else is a model option.
 _DATA_ARGS = ("num_classes", "in_channels", "image_size")
@@ -93,8 +92,6 @@ def list_models(pattern: str | None = None) -> list[str]:
     """
     names = sorted(_REGISTRY, key=_natural_key)
     if pattern is not None and pattern.startswith(TV_PREFIX):
-        from recipesearch.models.tv import torchvision_model_names  # lazy: torchvision imports slowly
-
         names = sorted((TV_PREFIX + n for n in torchvision_model_names()), key=_natural_key)
     if pattern is None:
         return names
@@ -122,8 +119,6 @@ def create_model(
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{arg} must be a positive int, got {value!r}")
     if name.startswith(TV_PREFIX):
-        from recipesearch.models.tv import create_torchvision_model
-
         return create_torchvision_model(name[len(TV_PREFIX):], num_classes, in_channels, image_size, **kwargs)
     if is_import_path(name):
         return _create_imported(name, num_classes, in_channels, image_size, kwargs)

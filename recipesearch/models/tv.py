@@ -17,14 +17,20 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-import torchvision
 from torch import nn
 
 from recipesearch.errors import ConfigError
-from recipesearch.models.registry import TV_PREFIX
+
+if TYPE_CHECKING:
+    import torchvision
+
+# How a recipe names a torchvision model: ``tv/resnet18``. Defined here, with the models it names; the model
+# registry (registry.py) imports this module to reach them, so torchvision itself loads only inside the
+# functions below: importing it takes seconds, and most recipes never name a tv/ model.
+TV_PREFIX = "tv/"
 
 # Models whose classifier is not an nn.Linear (the contract the losses rely on).
 _NO_LINEAR_HEAD = ("squeezenet",)
@@ -34,6 +40,8 @@ _CIFAR_STEM_MAX_SIZE = 64
 @functools.cache
 def torchvision_model_names() -> tuple[str, ...]:
     """Classification model names torchvision knows, minus those without an ``nn.Linear`` head."""
+    import torchvision
+
     names = torchvision.models.list_models(module=torchvision.models)
     return tuple(sorted(n for n in names if not n.startswith(_NO_LINEAR_HEAD)))
 
@@ -47,6 +55,8 @@ def create_torchvision_model(
     ``cifar_stem``: None decides by family and image size; True/False forces it (ResNet family only).
     Other ``kwargs`` go to the torchvision constructor.
     """
+    import torchvision
+
     if name not in torchvision_model_names():
         raise ConfigError(
             "model.name", f"unknown model '{TV_PREFIX}{name}'; allowed: tv/<name> for a name in list_models('tv/*')"

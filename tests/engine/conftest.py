@@ -5,7 +5,9 @@ end exactly the Ray processes it started (``kill_ray_processes``) without touchi
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -259,3 +261,32 @@ def loopback_cluster(ray_env):
     finally:
         kill_ray_processes(marker, grace=3)  # a cluster that is thrown away: its exit need not be clean
     assert not ray_pids(marker)
+
+
+@pytest.fixture
+def trial_faults(tmp_path):
+    """``trial_faults(*specs) -> module name``: faults injected into a search's trials as user code. Writes a
+    copy of ``trial_faults.py`` beside the test's space file that installs ``specs`` (``{"kind": "sigkill",
+    "trial": 1, ...}``, see that module) at the trials' fault points (``recipesearch/engine/faults.py``); the test
+    passes the name with ``--plugin NAME`` or ``plugins=[NAME]``, and the search ships it to every trial.
+
+    Afterwards the hooks leave this process (a search run here imported them too), and so does the plugin: the
+    process's plugin list has no public way out (a user's process ends with its search), and a later search in
+    this process would otherwise ship these faults to its trials."""
+    from recipesearch import plugins
+
+    source = Path(__file__).with_name("trial_faults.py").read_text()
+    names: list[str] = []
+
+    def write(*specs: dict[str, Any]) -> str:
+        name = f"faults_{re.sub(r'[^A-Za-z0-9_]', '_', tmp_path.name)}_{len(names)}"
+        (tmp_path / f"{name}.py").write_text(f"{source}\n\ninstall({json.dumps(list(specs))!r})\n")
+        names.append(name)
+        return name
+
+    yield write
+    for name in names:
+        module = sys.modules.pop(name, None)
+        if module is not None:
+            module.uninstall()
+        plugins._PLUGINS.pop(name, None)

@@ -18,8 +18,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from recipesearch.engine.trial import FAULT_ENV
-
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -59,11 +57,11 @@ def _check_resumed(trial, trials) -> None:
 
 
 def test_a_worker_killed_after_a_checkpoint_is_retried_from_it(tmp_path, write_space, ray_env, run_cli,
-                                                                load_run_study):
+                                                                load_run_study, trial_faults):
     out = tmp_path / "run"
-    fault = {"trial": 1, "fault": "sigkill", "after_checkpoint": 2, "once": str(tmp_path / "struck")}
+    faults = trial_faults({"kind": "sigkill", "trial": 1, "after_checkpoint": 2, "once": str(tmp_path / "struck")})
     space = _space(write_space, epochs=6, minutes=0.002, trials=3, concurrency=1)  # every 0.12 s
-    r = run_cli(["search", str(space), "--out", str(out), "--no-report"], env={**ray_env, FAULT_ENV: json.dumps(fault)})
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults], env=ray_env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "struck").exists()  # killed after its second checkpoint reached Tune
     trials = load_run_study(out).get_trials()

@@ -3,6 +3,7 @@ and searches on a local Ray where each trial trains data-parallel on 2 gloo rank
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -110,10 +111,13 @@ def test_a_lost_peer_is_summarised_with_its_rank():
 # -- on a local Ray: 2 gloo ranks a trial ---------------------------------------------------------------------
 
 
-def _ray(cpus: int = 4) -> None:
+def _ray(cpus: int = 4, gpus: int = 0, plugin: Path | None = None) -> None:
+    """This test's own Ray (fake GPUs, more CPUs than the machine's); a search that finds Ray started cannot give it
+    a job runtime_env of its own, so the test ships its ``plugin`` file to the workers here, as a user would."""
     import ray
 
-    ray.init(num_cpus=cpus, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=cpus, num_gpus=gpus, _node_ip_address="127.0.0.2", include_dashboard=False,
+             log_to_driver=False, runtime_env={"py_modules": [str(plugin)]} if plugin else None)
 
 
 @pytest.mark.ray
@@ -176,22 +180,19 @@ def test_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, load_run_
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_each_worker_gets_its_own_gpu(tmp_path, write_space, ray_env, monkeypatch, capsys, load_run_study):
-    """Ray with 4 fake GPUs (this machine has none; ``fake-cuda`` records Ray's assignment and trains on the
-    CPU): ``gpus_per_worker: 1`` gives each of a trial's 2 workers a GPU of its own, and two trials at once
+def test_each_worker_gets_its_own_gpu(tmp_path, write_space, ray_env, capsys, load_run_study, trial_faults):
+    """Ray with 4 fake GPUs (this machine has none; the ``fake_cuda`` fault records Ray's assignment and trains on
+    the CPU): ``gpus_per_worker: 1`` gives each of a trial's 2 workers a GPU of its own, and two trials at once
     use all four."""
     from recipesearch.engine.api import search
-    from recipesearch.engine.trial import DEVICE_ENV, HOLD_ENV
 
-    monkeypatch.setenv(DEVICE_ENV, "fake-cuda")
-    monkeypatch.setenv(HOLD_ENV, json.dumps({"dir": str(tmp_path / "hold"), "parties": 2, "timeout": 60}))
-    import ray
-
-    ray.init(num_cpus=4, num_gpus=4, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False)
+    faults = trial_faults({"kind": "fake_cuda"},
+                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 60})
+    _ray(4, gpus=4, plugin=tmp_path / f"{faults}.py")
     path = write_space(trials=2, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2, "gpus_per_worker": 1},
                        algorithms={}, base={**_tiny_base(), "device": "auto"})
     out = tmp_path / "run"
-    search(path, out=out, report=False)
+    search(path, out=out, report=False, plugins=[faults])
     header = next(line for line in capsys.readouterr().out.splitlines() if "search tiny:" in line)
     assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, 1 GPU (the cluster has 4 GPUs)"), header
     trials = load_run_study(out).get_trials()
@@ -211,23 +212,22 @@ def _tiny_base():
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_peer_whose_process_dies_is_retried(tmp_path, write_space, ray_env, monkeypatch, load_run_study):
+def test_a_peer_whose_process_dies_is_retried(tmp_path, write_space, ray_env, monkeypatch, load_run_study,
+                                              trial_faults):
     """Rank 1's process is killed (SIGKILL, first attempt only) before the group forms: rank 0 gives up at the
     group's timeout (45 s here), the attempt ends as a lost worker, Tune runs the trial again and it completes."""
     from recipesearch.engine import study as st
     from recipesearch.engine.api import search
     from recipesearch.engine.ranks import TIMEOUT_ENV
-    from recipesearch.engine.trial import FAULT_ENV
 
-    monkeypatch.setenv(FAULT_ENV, json.dumps({"trial": 0, "fault": "sigkill", "rank": 1,
-                                              "once": str(tmp_path / "struck")}))
+    faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "once": str(tmp_path / "struck")})
     # The retry's rank 1 is a fresh Ray worker: importing torch took over 16 s on 2 cores loaded by the suite's
     # other half (seen in `make test`), so the group waits 45 s, not the 15 s the first attempt needs to give up
     monkeypatch.setenv(TIMEOUT_ENV, "45")
-    _ray(4)
+    _ray(4, plugin=tmp_path / f"{faults}.py")
     path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={})
     out = tmp_path / "run"
-    search(path, out=out, quiet=True, report=False)
+    search(path, out=out, quiet=True, report=False, plugins=[faults])
     assert (tmp_path / "struck").exists()
     (trial,) = load_run_study(out).get_trials()
     assert trial.state.name == "COMPLETE", trial.user_attrs
@@ -237,23 +237,22 @@ def test_a_peer_whose_process_dies_is_retried(tmp_path, write_space, ray_env, mo
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_two_worker_trial_goes_on_from_its_checkpoint(tmp_path, write_space, ray_env, monkeypatch, load_run_study):
+def test_a_two_worker_trial_goes_on_from_its_checkpoint(tmp_path, write_space, ray_env, load_run_study, trial_faults):
     """Checkpoints every 0.12 s; rank 1's process is SIGKILLed right after the trial's first checkpoint reached Tune
     (first attempt only). Tune runs the trial again from that checkpoint: it completes with resumes 1, every step
     trained once, and the accuracy of the same recipe run on 2 ranks without a break (torch.multiprocessing)."""
     from recipesearch.engine import study as st
     from recipesearch.engine.api import search
-    from recipesearch.engine.trial import FAULT_ENV
     from tests.engine.conftest import TINY_BASE
     from tests.train.test_distributed_checkpoint import run_ranks
 
-    monkeypatch.setenv(FAULT_ENV, json.dumps({"trial": 0, "fault": "sigkill", "rank": 1, "after_checkpoint": 1,
-                                              "once": str(tmp_path / "struck")}))
-    _ray(4)
+    faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "after_checkpoint": 1,
+                           "once": str(tmp_path / "struck")})
+    _ray(4, plugin=tmp_path / f"{faults}.py")
     path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={},
                        checkpoint_minutes=0.002, base={**TINY_BASE, "max_duration": 3})
     out = tmp_path / "run"
-    search(path, out=out, quiet=True, report=False)
+    search(path, out=out, quiet=True, report=False, plugins=[faults])
     assert (tmp_path / "struck").exists()
     (trial,) = load_run_study(out).get_trials()
     a = trial.user_attrs

@@ -1,6 +1,6 @@
 """Per-trial resources that follow the hardware: ``resources: auto``, --cpus-per-trial / --gpus-per-trial, the
-run header, and trials on the GPU Ray assigned them (fake GPUs on this GPU-less machine, see
-``engine/trial.py`` DEVICE_ENV)."""
+run header, and trials on the GPU Ray assigned them (fake GPUs on this GPU-less machine: the ``fake_cuda`` fault
+of ``tests/engine/trial_faults.py``)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from recipesearch.engine.driver import SearchOptions, _resources
-from recipesearch.engine.trial import DEVICE_ENV, HOLD_ENV, trial_device
+from recipesearch.engine.trainable import trial_device
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.space import Resources, loads_space, resolve_resources
 
@@ -162,8 +162,8 @@ def _most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, ray_env, monkeypatch, capsys,
-                                                        load_run_study):
+def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, ray_env, capsys, load_run_study,
+                                                        trial_faults):
     """Ray with 2 fake GPUs and 4 CPUs: ``gpus: 0.5`` runs 4 trials at once, two per GPU, each on the GPU Ray
     assigned it; then ``--gpus-per-trial auto`` gives each trial a whole GPU.
 
@@ -173,14 +173,17 @@ def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, r
 
     from recipesearch.engine.api import search
 
-    monkeypatch.setenv(DEVICE_ENV, "fake-cuda")  # record "cuda" and Ray's ids, train on the CPU
-    # Every trial waits (at most 60 s) until all 4 have started: they surely overlap if Ray lets them.
-    monkeypatch.setenv(HOLD_ENV, json.dumps({"dir": str(tmp_path / "hold"), "parties": 4, "timeout": 60}))
-    ray.init(num_cpus=4, num_gpus=2, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False)
+    # record "cuda" and Ray's ids, train on the CPU; every trial waits (at most 60 s) until all 4 have started:
+    # they surely overlap if Ray lets them
+    faults = trial_faults({"kind": "fake_cuda"},
+                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 4, "timeout": 60})
+    # the test's own Ray: the search cannot give it a runtime_env, so the plugin file is shipped here
+    ray.init(num_cpus=4, num_gpus=2, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False,
+             runtime_env={"py_modules": [str(tmp_path / f"{faults}.py")]})
     path = write_space(base=BASE, budgets=[1], trials=4, concurrency=4, resources={"cpus": 1, "gpus": 0.5},
                        algorithms={})
     out = tmp_path / "packed"
-    search(path, out=out, quiet=True, report=False)
+    search(path, out=out, quiet=True, report=False, plugins=[faults])
     header = _header(capsys.readouterr().out)
     assert header.endswith("each trial: 1 CPU, 0.5 GPU (2 trials per GPU; the cluster has 2 GPUs)"), header
     meta = json.loads((out / "run.json").read_text())
@@ -199,7 +202,8 @@ def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, r
 
     # auto on a cluster with GPUs: one whole GPU a trial (--gpus-per-trial auto overrides the space's 0.5)
     out = tmp_path / "auto"
-    search(path, out=out, quiet=True, report=False, trials=2, concurrency=2, gpus_per_trial="auto")
+    search(path, out=out, quiet=True, report=False, trials=2, concurrency=2, gpus_per_trial="auto",
+           plugins=[faults])
     header = _header(capsys.readouterr().out)
     assert header.endswith("each trial: 1 CPU, 1 GPU (auto: the cluster has 2 GPUs)"), header
     assert json.loads((out / "run.json").read_text())["trial_resources"]["gpus"] == 1.0

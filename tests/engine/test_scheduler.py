@@ -24,7 +24,6 @@ from recipesearch.engine.executors import InProcess, train_proposal
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.samplers import make_sampler
 from recipesearch.engine.storage import make_storage, open_study
-from recipesearch.engine.trial import HOLD_RUNG_ENV
 from recipesearch.engine.trial_rows import trials_frame
 from recipesearch.report.info import build_info
 from tests.engine.conftest import REPO, TINY_BASE
@@ -161,7 +160,7 @@ def test_moasha_and_promote_combine(tmp_path, make_space):
 
 
 def test_a_real_pruned_run_stops_training_at_its_rung(tmp_path, make_space):
-    """In-process with real training: the stopped trial's train_seconds is its partial time."""
+    """In-process with real training: the stopped trial ends at its rung, after the rung's share of the steps."""
     space = make_space(scheduler={"name": "moasha", "reduction_factor": 2, "min_fraction": 0.25}, trials=3,
                        budgets=[1], hparams={"optimizer.lr": {"choices": [0.05, 1.0e-5]}},
                        sampler={"name": "random", "seed": 0})
@@ -170,14 +169,24 @@ def test_a_real_pruned_run_stops_training_at_its_rung(tmp_path, make_space):
     # trials at its rung and eta 2 only one goes on (dominated, or the same hypervolume and reported second)
     for lr, ls in ((0.05, True), (1.0e-5, False)):
         study.enqueue_trial({"budget": 1.0, "optimizer.lr": lr, "alg.label_smoothing": ls})
-    loop.run(InProcess(train_proposal))
+    results: dict[int, dict] = {}
+
+    def train_and_keep(proposal):
+        results[proposal.config["number"]] = result = train_proposal(proposal)
+        return result
+
+    loop.run(InProcess(train_and_keep))
     trials = study.get_trials()
     pruned = [t for t in trials if t.state.name == "PRUNED"]
     complete = [t for t in trials if t.state.name == "COMPLETE"]
     assert pruned and all(t.params["optimizer.lr"] == 1.0e-5 for t in pruned)
-    full = max(t.user_attrs["train_seconds"] for t in complete)
+    full_steps = {results[t.number]["steps"] for t in complete}
+    assert len(full_steps) == 1, full_steps  # one budget: every full run trains the same steps
+    (steps,) = full_steps
     for t in pruned:
-        assert t.user_attrs["train_seconds"] < 0.75 * full  # stopped after a quarter or a half of its steps
+        # stopped at the rung it was pruned at (a quarter or a half), having trained that share of the steps
+        assert t.user_attrs["pruned_at"] in (0.25, 0.5) and t.user_attrs["rungs"][-1][0] == t.user_attrs["pruned_at"]
+        assert results[t.number]["pruned"] and results[t.number]["step"] == round(steps * t.user_attrs["pruned_at"])
         assert t.user_attrs["rung_eval_seconds"] > 0
     assert all(t.user_attrs["rung_seconds"] > 0 for t in complete if st.stage_of(t) == st.SEARCH)
 
@@ -200,22 +209,26 @@ def test_ray_stops_a_pruned_trials_worker(tmp_path, write_space, ray_env):
     pruned = csv[(csv["state"] == "PRUNED") & csv["duplicate_of"].isna()]  # stopped, not a repeat answered at once
     full = csv[(csv["state"] == "COMPLETE")]
     assert len(pruned) >= 1 and pruned["pruned_at"].isin([0.25, 0.5]).all()
-    # the worker stopped: a quarter or half of the steps' time, not the whole run's
-    assert (pruned["train_seconds"] < 0.75 * full["train_seconds"].max()).all()
+    # the worker stopped at its rung: it reported no rung after the one it was stopped at, while every full run
+    # (a search proposal) reported both
     for _, row in pruned.iterrows():
-        assert json.loads(row["rungs"])[-1][0] == row["pruned_at"]
+        assert [r[0] for r in json.loads(row["rungs"])] == [0.25, 0.5][:[0.25, 0.5].index(row["pruned_at"]) + 1]
         assert row["accuracy"] == pytest.approx(json.loads(row["rungs"])[-1][1])
+    searched = full[full["stage"] == "search"]
+    assert len(searched) >= 1
+    assert all([r[0] for r in json.loads(rungs)] == [0.25, 0.5] for rungs in searched["rungs"])
 
 
-def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path, write_space):
+def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path, write_space, trial_faults):
     """kill -9 while a trial sits in a rung report, then --resume: each run finishes exactly once."""
     path = write_space(scheduler=MOASHA, trials=10, hparams=WIDE_LR, sampler={"name": "random", "seed": 4},
                        concurrency=1)
     out = tmp_path / "run"
     marker = out.parent / "in_rung"
-    env = {**os.environ, HOLD_RUNG_ENV: json.dumps({"file": str(marker), "sleep": 3})}
+    # the first 6 rung reports pause 3 s: the kill below lands in one (the --resume's own reports need not wait)
+    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 3, "pauses": 6})
     proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(path), "--out", str(out),
-                             "--executor", "inprocess", "--quiet", "--no-report"], cwd=REPO, env=env,
+                             "--executor", "inprocess", "--quiet", "--no-report", "--plugin", faults], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:

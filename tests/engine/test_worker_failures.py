@@ -2,24 +2,17 @@
 again by Ray Tune (``max_failures`` in the space); one that dies on every attempt fails with the reason, the
 search goes on, and ``--resume`` runs it again. A trial failing for its own reason is never retried.
 
-The deaths are injected with ``RECIPESEARCH_TEST_FAULT`` (engine/trial.py): the worker SIGKILLs itself, or
-allocates memory until Ray's memory monitor kills it.
+The deaths are injected as user code (the ``trial_faults`` fixture, a ``--plugin`` module): the worker SIGKILLs
+itself, or allocates memory until Ray's memory monitor kills it.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from recipesearch.engine.trial import FAULT_ENV
-
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
-
-
-def _fault(env: dict[str, str], **spec) -> dict[str, str]:
-    return {**env, FAULT_ENV: json.dumps(spec)}
 
 
 def _trials(out: Path, load_run_study) -> tuple[list, pd.DataFrame]:
@@ -27,10 +20,11 @@ def _trials(out: Path, load_run_study) -> tuple[list, pd.DataFrame]:
 
 
 def test_a_trial_whose_worker_dies_once_runs_again_and_completes(tmp_path, write_space, ray_env, run_cli,
-                                                                  load_run_study):
+                                                                  load_run_study, trial_faults):
     out = tmp_path / "run"
-    env = _fault(ray_env, trial=1, fault="sigkill", once=str(tmp_path / "struck"))
-    r = run_cli(["search", str(write_space(trials=4, concurrency=1)), "--out", str(out), "--no-report"], env=env)
+    faults = trial_faults({"kind": "sigkill", "trial": 1, "once": str(tmp_path / "struck")})
+    r = run_cli(["search", str(write_space(trials=4, concurrency=1)), "--out", str(out), "--no-report",
+                 "--plugin", faults], env=ray_env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "struck").exists()  # the fault did strike
     trials, df = _trials(out, load_run_study)
@@ -43,9 +37,10 @@ def test_a_trial_whose_worker_dies_once_runs_again_and_completes(tmp_path, write
 
 
 def test_a_worker_lost_on_every_attempt_fails_its_trial_and_resume_runs_it_again(
-        tmp_path, write_space, ray_env, run_cli, load_run_study):
+        tmp_path, write_space, ray_env, run_cli, load_run_study, trial_faults):
     space, out = write_space(trials=4, concurrency=1, max_failures=1), tmp_path / "run"
-    r = run_cli(["search", str(space), "--out", str(out), "--no-report"], env=_fault(ray_env, trial=2, fault="sigkill"))
+    faults = trial_faults({"kind": "sigkill", "trial": 2})
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults], env=ray_env)
     assert r.returncode == 0, r.stdout + r.stderr  # the search went on past the lost trial
     trials, df = _trials(out, load_run_study)
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
@@ -92,18 +87,18 @@ def _total_gib() -> float:
 
 
 def test_a_worker_killed_for_memory_fails_its_trial_with_out_of_memory(tmp_path, write_space, ray_env, run_cli,
-                                                                      load_run_study):
+                                                                      load_run_study, trial_faults):
     total, available = _total_gib(), _available_gib()
     if available < 10:
         pytest.skip(f"needs 10 GiB of free memory for the memory hog, {available:.1f} GiB available")
     # Ray's memory monitor kills a worker once the node uses more than this share of its memory: set it
     # 4 GiB above what is in use now (room for other processes to move), and let trial 1 allocate up to 8 GiB.
     threshold = min(0.95, (total - available + 4) / total)
-    env = {**_fault(ray_env, trial=1, fault="allocate", gib=8), "RAY_memory_usage_threshold": f"{threshold:.3f}",
-           "RAY_memory_monitor_refresh_ms": "100"}
+    env = {**ray_env, "RAY_memory_usage_threshold": f"{threshold:.3f}", "RAY_memory_monitor_refresh_ms": "100"}
     out = tmp_path / "run"
+    faults = trial_faults({"kind": "allocate", "trial": 1, "gib": 8})
     r = run_cli(["search", str(write_space(trials=3, concurrency=1, max_failures=0)), "--out", str(out),
-                 "--no-report"], env=env)
+                 "--no-report", "--plugin", faults], env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     trials, df = _trials(out, load_run_study)
     errors = [t.user_attrs.get("error") for t in trials]
