@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from recipesearch.version import __version__
 
 __all__ = ["SearchResult", "__version__", "apply", "fit", "load_recipe", "replicate", "search"]
 

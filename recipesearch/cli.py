@@ -32,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="recipesearch", description=__doc__.splitlines()[0])
-    from recipesearch import __version__
+    from recipesearch.version import __version__
 
     parser.add_argument("--version", action="version", version=f"recipesearch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)

@@ -205,7 +205,7 @@ def render_html(info: ReportInfo, plots: dict[str, Plot]) -> str:
     import jinja2
     from markupsafe import Markup
 
-    from recipesearch import __version__
+    from recipesearch.version import __version__
 
     script = _template_text("report.js")
     script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
