@@ -37,8 +37,8 @@ def front_recipes(
     user_code: list[dict[str, Any]] | None = None,
 ) -> tuple[FrontRecipe, ...]:
     """Validate each frontier point's recipe_json (its first run's) and render its YAML with provenance."""
-    from recipesearch.version import __version__
     from recipesearch.recipe import dump_recipe, recipe_from_dict
+    from recipesearch.version import __version__
 
     out = []
     for _, row in front.iterrows():
