@@ -82,7 +82,8 @@ def test_resume_of_a_search_directory_is_still_a_resume(tmp_path):
 
 # -- --executor inprocess with more than one GPU a trial -------------------------------------------------
 def driver(space, tmp_path, **options):
-    from recipesearch.engine.driver import SearchDriver, SearchOptions
+    from recipesearch.engine.driver import SearchDriver
+    from recipesearch.engine.search_options import SearchOptions
 
     return SearchDriver(space, SearchOptions(out=tmp_path / "run", executor="inprocess", quiet=True, **options))
 

@@ -110,7 +110,8 @@ def search(
     if run.check(loaded, resume, force):  # fails before Ray or torch are even imported
         run.check_study(loaded, storage)  # a resume finds its study in study.db, in one piece
 
-    from recipesearch.engine.driver import SearchDriver, SearchOptions
+    from recipesearch.engine.driver import SearchDriver
+    from recipesearch.engine.search_options import SearchOptions
 
     options = SearchOptions(out=Path(out), resume=resume, force=force, address=address, storage=storage,
                             quiet=quiet, trials=trials, concurrency=concurrency, cpus_per_trial=cpus_per_trial,

@@ -16,14 +16,14 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 from recipesearch.engine import interrupts, shipping, user_code
 from recipesearch.engine import study as st
 from recipesearch.engine.loop import Proposal, SearchLoop
 from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.search_options import SearchOptions, checked_options
 from recipesearch.engine.storage import lock_study, make_storage, open_study
 from recipesearch.engine.trial_rows import trial_row, trials_frame
 from recipesearch.errors import UserError
@@ -36,9 +36,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from recipesearch.engine.progress import SearchUI
-    from recipesearch.space import Resources, SearchSpace
+    from recipesearch.space import SearchSpace
 
-EXECUTORS = ("ray", "inprocess")
 
 
 def _check_resume_storage(run: RunDir, storage: str | None) -> None:
@@ -53,83 +52,13 @@ def _check_resume_storage(run: RunDir, storage: str | None) -> None:
                         "resume without --storage")
 
 
-@dataclass
-class SearchOptions:
-    out: Path
-    resume: bool = False
-    force: bool = False
-    address: str | None = None  # join this Ray cluster instead of starting a local one
-    storage: str | None = None  # Optuna RDB URL; default sqlite:///OUT/study.db
-    quiet: bool = False
-    trials: int | None = None  # overrides space.trials
-    concurrency: int | None = None  # overrides space.concurrency
-    cpus_per_trial: float | None = None  # overrides space.resources.cpus
-    gpus_per_trial: float | str | None = None  # overrides space.resources.gpus (a number or "auto")
-    executor: Literal["ray", "inprocess"] = "ray"  # inprocess: no Ray, trials one after another here
-    scheduler: str | None = None  # overrides space.scheduler.name (fifo, moasha, promote, moasha+promote)
-    checkpoint_minutes: float | None = None  # overrides space.checkpoint_minutes (0: no checkpoints)
-    simplify: bool = False  # turns the simplify stage on (engine/simplify.py), whatever the space says
-    strict_timing: bool = False  # a trial timed on a busy machine runs again (engine/strict_timing.py)
-    report: bool = True  # build the report (recipesearch.report) at the end, and during the search
-    report_every: int = 4  # rebuild the report after this many finished trials (0: only at the end)
-    # ... but at most this often: a build is ~4 s of CPU that would compete with the trials being timed
-    report_interval_s: float = 60.0
-    command: list[str] = field(default_factory=lambda: list(sys.argv))
-
-
-def _resources(space: SearchSpace, options: SearchOptions) -> Resources:
-    """The space's per-trial resources with --cpus-per-trial / --gpus-per-trial in place (checked here too,
-    for the Python API)."""
-    from recipesearch.space.schema import gpus_problem
-
-    cpus, gpus = options.cpus_per_trial, options.gpus_per_trial
-    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0
-                             or cpus == float("inf")):
-        raise UserError(f"--cpus-per-trial must be a number > 0, not {cpus!r}")
-    if gpus is not None and gpus_problem(gpus):
-        raise UserError(f"--gpus-per-trial: {gpus_problem(gpus)}")
-    workers = space.resources.workers
-    if gpus is not None and workers > 1 and gpus not in ("auto", 0, 1):
-        raise UserError(f"--gpus-per-trial: with resources.workers {workers} it is each worker's, and a worker "
-                        f"trains on one device: auto, 0 or 1, not {gpus!r}")
-    return space.resources.override(cpus=cpus, gpus=gpus)
-
-
 class SearchDriver:
     def __init__(self, space: SearchSpace, options: SearchOptions, ui: SearchUI | None = None):
         self.space, self.opts = space, options
         self.n_trials = self._trial_budget(space, options)
         self.concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
-        if self.concurrency < 1:
-            raise UserError("--concurrency must be at least 1")
-        self.resources = _resources(space, options)
-        if options.scheduler is not None:
-            from recipesearch.space.schema import SCHEDULERS
-
-            if options.scheduler not in SCHEDULERS:
-                raise UserError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, not {options.scheduler!r}")
-            self.space = space = space.with_scheduler(name=options.scheduler)
-        if options.simplify:
-            self.space = space = space.with_simplify(True)
-        minutes = options.checkpoint_minutes
-        if minutes is not None:
-            if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 <= minutes < float("inf"):
-                raise UserError(f"--checkpoint-minutes must be a number >= 0 (0: no checkpoints), not {minutes!r}")
-            self.space = space = space.with_checkpoint_minutes(minutes)
+        self.space, self.resources = space, resources = checked_options(space, options)
         self.trial_resources: TrialResources | None = None  # resolved once Ray is up
-        if options.executor not in EXECUTORS:
-            raise UserError(f"--executor must be one of {', '.join(EXECUTORS)}, not {options.executor!r}")
-        if options.executor == "inprocess" and self.resources.workers > 1:
-            raise UserError(f"--executor inprocess trains one process; resources.workers "
-                            f"{self.resources.workers} needs the Ray executor")
-        gpus = self.resources.gpus
-        if options.executor == "inprocess" and gpus != "auto" and float(gpus) > 1:
-            asked = (f"--gpus-per-trial {float(options.gpus_per_trial):g}" if options.gpus_per_trial is not None
-                     else f"resources.gpus {float(gpus):g}")
-            raise UserError(f"--executor inprocess trains one trial at a time on one device; {asked} needs the Ray "
-                            "executor (or ask for 1 GPU)")
-        if options.executor == "inprocess" and options.address:
-            raise UserError("--executor inprocess trains in this process; it cannot use --address")
         if ui is None:
             from recipesearch.engine.progress import make_ui
 

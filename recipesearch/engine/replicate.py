@@ -39,9 +39,10 @@ from recipesearch.analysis.replication import (
 )
 from recipesearch.engine import queueing
 from recipesearch.engine import study as st
-from recipesearch.engine.driver import SearchDriver, SearchOptions
+from recipesearch.engine.driver import SearchDriver
 from recipesearch.engine.failures import failing_alike, stop_message
 from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.search_options import SearchOptions
 from recipesearch.engine.storage import open_study
 from recipesearch.engine.trial_attrs import method_label
 from recipesearch.errors import ConfigError, UserError

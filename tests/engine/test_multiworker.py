@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from recipesearch.engine.driver import SearchOptions, _resources
+from recipesearch.engine.search_options import SearchOptions, resources_of
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.space import Resources, resolve_resources
 
@@ -65,9 +65,9 @@ def test_the_header_and_run_json_say_what_each_trial_gets():
 
 def test_gpus_per_trial_is_each_workers(tmp_path, make_space):
     space = make_space(resources={"cpus": 1, "workers": 2})
-    assert _resources(space, SearchOptions(out=tmp_path, gpus_per_trial=1)) == Resources(1.0, 1.0, 2)
+    assert resources_of(space, SearchOptions(out=tmp_path, gpus_per_trial=1)) == Resources(1.0, 1.0, 2)
     with pytest.raises(UserError, match="--gpus-per-trial: with resources.workers 2 it is each worker's"):
-        _resources(space, SearchOptions(out=tmp_path, gpus_per_trial=2))
+        resources_of(space, SearchOptions(out=tmp_path, gpus_per_trial=2))
 
 
 def test_inprocess_refuses_workers(tmp_path, write_space):

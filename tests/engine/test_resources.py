@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 import yaml
 
-from recipesearch.engine.driver import SearchOptions, _resources
+from recipesearch.engine.search_options import SearchOptions, resources_of
 from recipesearch.engine.trainable import trial_device
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.space import Resources, loads_space, resolve_resources
@@ -109,9 +109,9 @@ def test_the_trial_trains_on_what_ray_assigned():
 
 def test_overrides_replace_the_space_values(tmp_path, make_space):
     space = make_space(resources={"cpus": 2, "gpus": 0})
-    assert _resources(space, SearchOptions(out=tmp_path)) == Resources(2.0, 0.0)
-    assert _resources(space, SearchOptions(out=tmp_path, gpus_per_trial="auto")) == Resources(2.0, "auto")
-    assert _resources(space, SearchOptions(out=tmp_path, cpus_per_trial=1, gpus_per_trial=0.5)) == Resources(1, 0.5)
+    assert resources_of(space, SearchOptions(out=tmp_path)) == Resources(2.0, 0.0)
+    assert resources_of(space, SearchOptions(out=tmp_path, gpus_per_trial="auto")) == Resources(2.0, "auto")
+    assert resources_of(space, SearchOptions(out=tmp_path, cpus_per_trial=1, gpus_per_trial=0.5)) == Resources(1, 0.5)
     assert space.resources == Resources(2.0, 0.0)  # the space (and its hash) stay as written
 
 
