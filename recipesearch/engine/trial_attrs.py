@@ -22,7 +22,7 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     result = result or {}
     attrs: dict[str, Any] = {}
     for key in ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction",
-                "wall_seconds", "eval_seconds", "rung_seconds"):
+                "wall_seconds", "eval_seconds", "rung_seconds", "cpu_share", "load_start", "load_end"):
         # eval_seconds (flip TTA doubles it) and rung_seconds (evaluations at rungs) are outside train_seconds
         if finite(result.get(key)):
             attrs[key] = float(result[key])
@@ -42,6 +42,8 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     for key in ("node", "hardware", "assigned_device"):
         if result.get(key):
             attrs[key] = str(result[key])
+    if isinstance(result.get("gpu_shared"), bool):  # another process computed on its GPU (machine_load.GpuWatch)
+        attrs["gpu_shared"] = result["gpu_shared"]
     if result.get("warnings"):  # the trainer's own (a checkpoint it could not go on from, say)
         attrs["warnings"] = str(result["warnings"])[:1000]
     if isinstance(result.get("gpu_ids"), list):  # the GPUs Ray assigned the trial ([] for none)
