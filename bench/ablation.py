@@ -135,6 +135,13 @@ ROLE = {
 }
 
 
+def carriers(rows: dict[str, dict[str, Any]], n: int = 4) -> list[tuple[str, float]]:
+    """The ``n`` methods that carry the speedup most: (method, share), largest share first (of ``analyse``'s rows)."""
+    shares = sorted(((r["share"], label) for label, r in rows.items()
+                     if label != WHOLE and math.isfinite(r["share"])), reverse=True)
+    return [(label.removeprefix("without "), share) for share, label in shares[:n]]
+
+
 def render(result: dict[str, Any]) -> str:
     a = analyse(result)
     rows = []
@@ -145,9 +152,7 @@ def render(result: dict[str, Any]) -> str:
                      f"{fmt(r['train_seconds'], '.1f')} (x{fmt(r['time_ratio'], '.2f')})",
                      fmt(r["eval_seconds"], ".2f"), f"{fmt(r['speedup'], '.2f')}x ({r['status']})",
                      fmt(r["share"], ".2f")])
-    carry = sorted(((r["share"], label) for label, r in a["rows"].items()
-                    if label != WHOLE and math.isfinite(r["share"])), reverse=True)
-    top = ", ".join(f"{label.removeprefix('without ')} (x{share:.2f})" for share, label in carry[:4])
+    top = ", ".join(f"{method} (x{share:.2f})" for method, share in carriers(a["rows"]))
     return "\n".join([
         f"**What**: the recipe of §5's headline curve ({result['recipe']}) at budget {result['budget']:g}, whole and "
         "without each of its methods, retrained side by side; the speedup of each arm at matched accuracy against "

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from bench.common import ROOT, load_result, save_result
+from bench.common import ROOT, load_result, md_table, save_result
 
 CORPUS = ROOT / "tests" / "test_corrupt_rundirs.py"
 TEST_FILES = ("tests/test_corrupt_rundirs.py", "tests/engine/test_one_driver.py", "tests/test_runlock.py",
@@ -62,11 +62,19 @@ def run_corpus() -> dict[str, Any]:
     return {**outcome_counts(), "tests": run_tests()}
 
 
+def command_rows(corpus: dict[str, Any]) -> list[list[Any]]:
+    """Per command: its cases refused, done as asked, and done after rebuilding trials.csv from study.db."""
+    return [[command, c.get("refused", 0), c.get("done", 0), c.get("rebuilt from study.db", 0)]
+            for command, c in corpus["by_command"].items()]
+
+
+def all_hold(tests: dict[str, Any]) -> bool:
+    """Whether every test of the corpus passed (nothing failed or errored, pytest exited 0)."""
+    return tests["failed"] == 0 and tests["errors"] == 0 and tests["returncode"] == 0
+
+
 def render_corpus(corpus: dict[str, Any]) -> str:
     tests = corpus["tests"]
-    ok = tests["failed"] == 0 and tests["errors"] == 0 and tests["returncode"] == 0
-    rows = [f"| {command} | {c.get('refused', 0)} | {c.get('done', 0)} | {c.get('rebuilt from study.db', 0)} |"
-            for command, c in corpus["by_command"].items()]
     targets = ", ".join(f"{t} {n}" for t, n in sorted(corpus["targets"].items(), key=lambda kv: -kv[1]))
     return "\n".join([
         "### Damaged run directories and concurrent commands",
@@ -76,13 +84,12 @@ def render_corpus(corpus: dict[str, Any]) -> str:
         "(tests/test_corrupt_rundirs.py). A refusal is one line, exit 2, nothing changed; where trials.csv is "
         "missing, damaged or disagrees with study.db it is rebuilt from the study and a note says so.",
         "",
-        "| command | refused (one line, exit 2, nothing changed) | done | done, trials.csv rebuilt from study.db |",
-        "|---|---|---|---|",
-        *rows,
+        md_table(["command", "refused (one line, exit 2, nothing changed)", "done",
+                  "done, trials.csv rebuilt from study.db"], command_rows(corpus)),
         "",
         f"With the concurrent-command and CLI-refusal tests ({', '.join(f'`{f}`' for f in tests['files'][1:])}): "
         f"**{tests['passed']} passed, {tests['failed']} failed** ({tests['seconds']:.0f} s). "
-        + ("All hold." if ok else f"Not all hold: {tests['summary']}"),
+        + ("All hold." if all_hold(tests) else f"Not all hold: {tests['summary']}"),
     ])
 
 

@@ -213,6 +213,30 @@ def _median(runs: list[dict[str, Any]], arm: str, key: str) -> float:
     return summarize(r.get(key, math.nan) for r in runs if r["arm"] == arm)["median"]
 
 
+def side_median_rows(medians: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per side and epoch count: its median train seconds, test accuracy and seconds per epoch."""
+    return [[m["side"], f"{m['epochs']:g}", fmt(m["train_seconds"], ".2f"), fmt(m["accuracy"], ".4f"),
+             fmt(m["train_seconds"] / m["epochs"], ".3f")] for m in medians]
+
+
+def _seconds_cell(t: dict[str, Any]) -> str:
+    if not math.isfinite(t["seconds"]):
+        return "not reached"
+    return ("≤ " if t["upper_bound"] else "") + f"{t['seconds']:.2f}"
+
+
+def _times_cell(ratio: float) -> str:
+    return f"{ratio:.2f}x" if math.isfinite(ratio) else "–"
+
+
+def side_target_rows(targets: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per target accuracy: each side's seconds to it on the medians (≤ where its first run already
+    met it), ours over airbench's, and that ratio per seed."""
+    return [[f"{t['name']}: {t['accuracy']:.2%}", _seconds_cell(t["on_medians"]["airbench"]),
+             _seconds_cell(t["on_medians"]["ours"]), _times_cell(t["on_medians"]["ratio"]),
+             ", ".join(_times_cell(p["ratio"]) for p in t["per_seed"])] for t in targets]
+
+
 def side_text(sb: dict[str, Any]) -> str:
     ab = AIRBENCH
     head = (f"**Our CIFAR-10 recipe beside airbench** (issue 17, item 4). Time to {ab['accuracy']:.0%} on CIFAR-10, the "
@@ -221,18 +245,6 @@ def side_text(sb: dict[str, Any]) -> str:
             f"{ab['epochs']} epochs.")
     if "skipped" in sb:
         return f"{head} Not run: {sb['skipped']}."
-    rows = [[m["side"], f"{m['epochs']:g}", fmt(m["train_seconds"], ".2f"), fmt(m["accuracy"], ".4f"),
-             fmt(m["train_seconds"] / m["epochs"], ".3f")] for m in sb["medians"]]
-
-    def secs(t: dict[str, Any]) -> str:
-        return "not reached" if not math.isfinite(t["seconds"]) else ("≤ " if t["upper_bound"] else "") + f"{t['seconds']:.2f}"
-
-    def times(ratio: float) -> str:
-        return f"{ratio:.2f}x" if math.isfinite(ratio) else "–"
-
-    targets = [[f"{t['name']}: {t['accuracy']:.2%}", secs(t["on_medians"]["airbench"]), secs(t["on_medians"]["ours"]),
-                times(t["on_medians"]["ratio"]), ", ".join(times(p["ratio"]) for p in t["per_seed"])]
-               for t in sb["targets"]]
     errors = sorted({r["error"] for r in sb["runs"] if r.get("error")})
     return "\n".join([
         head + f" Instead, both on the same GPU and the same real images ({sb['data']}): our "
@@ -241,26 +253,35 @@ def side_text(sb: dict[str, Any]) -> str:
         f"10), each at several epoch counts, {sb['seeds']} fresh seed(s), sides alternating per seed. Test accuracy "
         f"(airbench's with its own mirror+translate TTA, ours with flip TTA); train seconds between CUDA syncs, "
         f"evaluation and building the data loader outside, airbench's whitening set-up inside. Medians:",
-        "", md_table(["side", "epochs", "train s", "test accuracy", "s per epoch"], rows), "",
-        "**Time to an accuracy** on each side's curve (interpolated between its runs, never extrapolated; on the "
+        "", md_table(["side", "epochs", "train s", "test accuracy", "s per epoch"], side_median_rows(sb["medians"])),
+        "", "**Time to an accuracy** on each side's curve (interpolated between its runs, never extrapolated; on the "
         "curves of medians, and the ratio per seed off that seed's runs):",
-        "", md_table(["target", "airbench s", "ours s", "ours / airbench", "per seed"], targets), "",
-        _side_gap(sb["medians"]),
+        "", md_table(["target", "airbench s", "ours s", "ours / airbench", "per seed"], side_target_rows(sb["targets"])),
+        "", _side_gap_text(side_gap(sb["medians"])),
     ] + ([f"Failed runs: {'; '.join(errors)}."] if errors else []))
 
 
-def _side_gap(medians: list[dict[str, Any]]) -> str:
-    """Where the gap lies: time per epoch, or progress per epoch (accuracy at the same epoch count)."""
+def side_gap(medians: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where the gap lies: time per epoch (ours over airbench's, longest runs), or progress per epoch (our accuracy
+    minus airbench's in pp at the shortest and the longest runs). ``step_cost``: the gap is mostly the cost of a
+    step (a quarter slower per epoch, under half a point apart). None when one side has no runs."""
     if {m["side"] for m in medians} != set(SIDES):
-        return "One side has no runs: no per-epoch comparison."
+        return None
     first, last = ({side: [m for m in medians if m["side"] == side][i] for side in SIDES} for i in (0, -1))
     per_epoch = (last["ours"]["train_seconds"] / last["ours"]["epochs"]) / (
         last["airbench"]["train_seconds"] / last["airbench"]["epochs"])
     gaps = [100 * (m["ours"]["accuracy"] - m["airbench"]["accuracy"]) for m in (first, last)]
-    step_cost = per_epoch > 1.25 and max(abs(g) for g in gaps) < 0.5
-    return (f"Per epoch ours takes {per_epoch:.2f}x airbench's time (longest runs); at the same epoch count it is "
-            f"{gaps[0]:+.2f} pp at {first['ours']['epochs']:g} epochs and {gaps[1]:+.2f} pp at the longest"
-            + (": the gap is mostly the cost of a step, not what a step learns." if step_cost else "."))
+    return {"per_epoch": per_epoch, "first_epochs": first["ours"]["epochs"], "gaps_pp": gaps,
+            "step_cost": per_epoch > 1.25 and max(abs(g) for g in gaps) < 0.5}
+
+
+def _side_gap_text(gap: dict[str, Any] | None) -> str:
+    if gap is None:
+        return "One side has no runs: no per-epoch comparison."
+    first, last = gap["gaps_pp"]
+    return (f"Per epoch ours takes {gap['per_epoch']:.2f}x airbench's time (longest runs); at the same epoch count it "
+            f"is {first:+.2f} pp at {gap['first_epochs']:g} epochs and {last:+.2f} pp at the longest"
+            + (": the gap is mostly the cost of a step, not what a step learns." if gap["step_cost"] else "."))
 
 
 def tests_text(t: dict[str, Any]) -> str:
@@ -270,39 +291,55 @@ def tests_text(t: dict[str, Any]) -> str:
             f"CUDA cases: {cases}.")
 
 
+def fashion_verdict(fm: dict[str, Any]) -> dict[str, Any]:
+    """The recipe against the baseline on the GPU: the median of the per-seed speedups (at the 10-epoch baseline's
+    accuracy), whether that makes it faster or slower, and its images/s over the baseline's at the longest budget."""
+    speedups = [s["speedup"] for s in fm["speedups"] if math.isfinite(s["speedup"])]
+    longest = f"budget {max(BUDGETS):g}"
+    rate = _median(fm["runs"], f"recipe @ {longest}", "throughput") / _median(fm["runs"], f"baseline @ {longest}",
+                                                                             "throughput")
+    median = float(np.median(speedups)) if speedups else math.nan
+    return {"median_speedup": median, "rate": rate,
+            "verdict": ("faster" if median > 1 else "slower") if speedups else "not comparable"}
+
+
 def fashion_text(fm: dict[str, Any]) -> str:
     rows = [[arm, fmt(_median(fm["runs"], arm, "train_seconds"), ".1f"), fmt(_median(fm["runs"], arm, "accuracy"), ".4f"),
              fmt(_median(fm["runs"], arm, "throughput"), ".0f"), fmt(_median(fm["runs"], arm, "data_wait_fraction"), ".2f")]
             for arm in fm["arms"]]
     sp = "; ".join(f"seed {s['seed']}: {fmt(s['speedup'], '.2f')}x ({s['status']})" for s in fm["speedups"])
-    speedups = [s["speedup"] for s in fm["speedups"] if math.isfinite(s["speedup"])]
-    longest = f"budget {max(BUDGETS):g}"
-    rate = _median(fm["runs"], f"recipe @ {longest}", "throughput") / _median(fm["runs"], f"baseline @ {longest}",
-                                                                             "throughput")
-    verdict = ("faster" if np.median(speedups) > 1 else "slower") if speedups else "not comparable"
+    v = fashion_verdict(fm)
     return "\n".join([
         f"**Fashion-MNIST on the GPU** (bf16, {fm['seeds']} fresh seed(s), medians; recipe: {fm['recipe']}):", "",
         md_table(["arm", "train s", "test accuracy", "images/s", "data wait"], rows), "",
         f"Speedup at the 10-epoch baseline's accuracy, per seed: {sp}. Median "
-        f"{fmt(float(np.median(speedups)) if speedups else math.nan, '.2f')}x: on this GPU the recipe found on "
-        f"2 CPU cores is {verdict} than the baseline; it trains at {fmt(rate, '.2f')}x the baseline's images/s "
+        f"{fmt(v['median_speedup'], '.2f')}x: on this GPU the recipe found on "
+        f"2 CPU cores is {v['verdict']} than the baseline; it trains at {fmt(v['rate'], '.2f')}x the baseline's images/s "
         f"(on the CPU its methods' costs are weighed against a slower baseline step, §2 and §8). A recipe is "
         f"found for the hardware it is searched on.",
     ])
 
 
-def costs_text(mc: dict[str, Any]) -> str:
+def method_cost_ratios(mc: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per arm: its best images/s over the runs, and that over the whole recipe's (above 1: the method slows it)."""
     best = {arm: max((r["throughput"] for r in mc["runs"] if r["arm"] == arm and math.isfinite(r["throughput"])),
                      default=math.nan) for arm in mc["arms"]}
-    ratio = {a: v / best["whole recipe"] for a, v in best.items()}
-    costly = ", ".join(f"{a[8:]} (x{ratio[a]:.2f})" for a in sorted(ratio, key=lambda a: -ratio[a])
-                       if a.startswith("without ") and ratio[a] > 1.05) or "none"
-    rows = [[arm, fmt(best[arm], ".0f"), fmt(ratio[arm], ".2f")] for arm in best]
+    return {arm: {"images_per_s": v, "ratio": v / best["whole recipe"]} for arm, v in best.items()}
+
+
+def costly_methods(ratios: dict[str, dict[str, float]]) -> list[tuple[str, float]]:
+    """The methods whose removal speeds the recipe up by over 5 %: (method, ratio), costliest first."""
+    return [(a.removeprefix("without "), r["ratio"]) for a, r in sorted(ratios.items(), key=lambda kv: -kv[1]["ratio"])
+            if a.startswith("without ") and r["ratio"] > 1.05]
+
+
+def costs_text(mc: dict[str, Any]) -> str:
+    ratios = method_cost_ratios(mc)
+    costly = ", ".join(f"{method} (x{ratio:.2f})" for method, ratio in costly_methods(ratios)) or "none"
+    rows = [[arm, fmt(r["images_per_s"], ".0f"), fmt(r["ratio"], ".2f")] for arm, r in ratios.items()]
     return "\n".join([
         f"**What each method costs on the GPU** (the recipe at budget 1, whole and without each method, after a "
         f"warm-up fit, best of {mc['repeats']} run(s) each; images/s relative to the whole recipe: above 1, the "
         f"method slows it). Costing over 5 %: {costly}.", "",
         md_table(["arm", "images/s", "x whole recipe"], rows),
     ])
-
-

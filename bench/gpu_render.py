@@ -9,6 +9,10 @@ from typing import Any
 from bench.common import fmt, md_table
 
 NEW = ("overhead", "reproduction", "packing", "search")
+EARLIER = ("side_by_side", "fashion_mnist", "method_costs")  # gpu_extra's sections, titled by their keys
+TITLES = {"overhead": "Trainer vs a bare loop", "reproduction": "airbench94 reproduced",
+          "packing": "Trials packed per GPU", "search": "A search on the GPU", "cuda_tests": "CUDA tests",
+          **{key: key for key in EARLIER}}
 # (JSON key path, what it is, goal as text, met: value -> bool)
 GLANCE = (
     ("overhead.trainer_vs_bare", "Trainer / bare images/s, ResNet-9 (median)", ">= 0.97", lambda v: v >= 0.97),
@@ -42,16 +46,35 @@ def glance_rows(result: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def absent(result: dict[str, Any], key: str, title: str) -> str | None:
-    """The line for a section that has no results to show, or None."""
+def absence(result: dict[str, Any], key: str) -> tuple[str, str | None] | None:
+    """Why a section has no results to show: ("not run yet", None), ("skipped", why) or ("failed", error); None
+    when it has results."""
     sec = result.get(key)
     if sec is None:
-        return f"**{title}**: _not run yet_ (`python -m bench.gpu --only {key}` on a GPU machine)."
+        return ("not run yet", None)
     if sec.get("skipped") and set(sec) <= {"skipped", "finished"}:
-        return f"**{title}**: skipped: {sec['skipped']}."
+        return ("skipped", sec["skipped"])
     if "error" in sec:
-        return f"**{title}**: failed: `{sec['error']}`."
+        return ("failed", sec["error"])
     return None
+
+
+def _absent_line(key: str, title: str, why: tuple[str, str | None] | None) -> str | None:
+    """The line for a section that has no results to show (``why``: its ``absence``), or None."""
+    if why is None:
+        return None
+    state, detail = why
+    if state == "not run yet":
+        return f"**{title}**: _not run yet_ (`python -m bench.gpu --only {key}` on a GPU machine)."
+    return f"**{title}**: {state}: {detail}." if state == "skipped" else f"**{title}**: {state}: `{detail}`."
+
+
+def shown_sections(result: dict[str, Any]) -> list[tuple[str, tuple[str, str | None] | None]]:
+    """The sections §10 shows, in order, each with its ``absence`` (None: its results render): the issue-30 ones
+    always, the CUDA tests (in the plan when time is left) and the earlier ones when the results hold them."""
+    keys = [*NEW, *(["cuda_tests"] if "cuda_tests" in result else []),
+            *(key for key in EARLIER if result.get(key) is not None)]
+    return [(key, absence(result, key)) for key in keys]
 
 
 def plan_text(result: dict[str, Any]) -> str:
@@ -121,13 +144,7 @@ def reproduction_text(r: dict[str, Any]) -> str:
                                      curve_rows(r)), "", time_to_text(r)
              + f" Largest gap {fmt(r['max_accuracy_gap_pp'], '.2f')} pp." + (f" {r['skipped']}." if r.get("skipped") else "")]
     comp = r.get("compile") or {}
-    rows = []
-    for label, m in (comp.get("modes") or {}).items():
-        if "skipped" in m:
-            rows.append([label, "–", "–", f"skipped: {m['skipped']}"])
-        else:
-            rows.append([label, fmt(m["warm_up"].get("train_seconds"), ".1f"), _iqr(m["on_over_off"]),
-                         "; ".join(m["errors"]) or "ok"])
+    rows = compile_rows(comp)
     if rows:
         lines += ["", f"torch.compile on and off at {comp['epochs']:g} epochs (train time on / off per seed; the first "
                       f"compiled 1-epoch run pays the compile):", "",
@@ -135,7 +152,21 @@ def reproduction_text(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def packing_text(p: dict[str, Any]) -> str:
+def compile_rows(comp: dict[str, Any]) -> list[list[str]]:
+    """One row per torch.compile mode: the first (compiling) run's seconds, on / off train time, and its status."""
+    rows = []
+    for label, m in (comp.get("modes") or {}).items():
+        if "skipped" in m:
+            rows.append([label, "–", "–", f"skipped: {m['skipped']}"])
+        else:
+            rows.append([label, fmt(m["warm_up"].get("train_seconds"), ".1f"), _iqr(m["on_over_off"]),
+                         "; ".join(m["errors"]) or "ok"])
+    return rows
+
+
+def packing_rows(p: dict[str, Any]) -> list[list[str]]:
+    """One row per packing level (trials per GPU): its trials, images/s per trial, in total and over the wall,
+    GPU utilisation and how they were packed; a skipped level says why."""
     rows = []
     for k, v in p.items():
         if not isinstance(v, dict):
@@ -148,6 +179,11 @@ def packing_text(p: dict[str, Any]) -> str:
                      fmt(v["images_per_s_total"], ".0f"), fmt(v.get("images_per_s_over_wall"), ".0f"),
                      f"{fmt(u['mean'], '.0f')} % ({fmt(u['median'], '.0f')} median)",
                      v["method"] + ("; " + "; ".join(v["errors"]) if v["errors"] else "")])
+    return rows
+
+
+def packing_text(p: dict[str, Any]) -> str:
+    rows = packing_rows(p)
     backends = sorted({v["gpu_utilisation"]["backend"] for v in p.values() if isinstance(v, dict) and "gpu_utilisation" in v})
     return "\n".join([f"**Trials packed per GPU** (`bench/gpu_search.py`; in total: all trials' images over the span "
                       f"of their training, and over the level's whole wall time, start-up included; utilisation from "
@@ -189,20 +225,14 @@ def render(result: dict[str, Any]) -> str:
         lines += ["", plan_text(result)]
     lines += ["", "**At a glance** (reports/bench/gpu.json keys):", "",
               md_table(["key", "what", "value", "goal", "status"], glance_rows(result))]
-    titles = {"overhead": "Trainer vs a bare loop", "reproduction": "airbench94 reproduced",
-              "packing": "Trials packed per GPU", "search": "A search on the GPU"}
-    texts = {"overhead": overhead_text, "reproduction": reproduction_text, "packing": packing_text, "search": search_text}
-    for key in NEW:
-        lines += ["", absent(result, key, titles[key]) or texts[key](result[key])]
-    if "cuda_tests" in result:  # in the plan when time is left
-        lines += ["", absent(result, "cuda_tests", "CUDA tests") or gpu_extra.tests_text(result["cuda_tests"])]
-    earlier = (("side_by_side", gpu_extra.side_text), ("fashion_mnist", gpu_extra.fashion_text),
-               ("method_costs", gpu_extra.costs_text))
-    if any(key in result for key, _ in earlier):
-        lines += ["", "_Earlier sections (`bench/gpu_extra.py`; `python -m bench.gpu --only NAME`), each as of its own "
-                      "last run:_"]
-    for key, text in earlier:
-        sec = result.get(key)
-        if sec is not None:
-            lines += ["", absent(result, key, key) or text(sec)]
+    texts = {"overhead": overhead_text, "reproduction": reproduction_text, "packing": packing_text,
+             "search": search_text, "cuda_tests": gpu_extra.tests_text, "side_by_side": gpu_extra.side_text,
+             "fashion_mnist": gpu_extra.fashion_text, "method_costs": gpu_extra.costs_text}
+    shown = shown_sections(result)
+    first_earlier = next((key for key, _ in shown if key in EARLIER), None)
+    for key, why in shown:
+        if key == first_earlier:
+            lines += ["", "_Earlier sections (`bench/gpu_extra.py`; `python -m bench.gpu --only NAME`), each as of its "
+                          "own last run:_"]
+        lines += ["", _absent_line(key, TITLES[key], why) or texts[key](result[key])]
     return "\n".join(lines)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.common import ROOT, environment, fmt, save_result
+from bench.common import ROOT, environment, fmt, md_table, save_result
 
 NAME = "replication"
 TITLE = "Replication: confirmed speedups retrained with fresh seeds, scored on test"
@@ -183,6 +183,16 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "inside_share": share, "goal_met": bool(found and share >= GOAL_INSIDE)}
 
 
+def claim_rows(search: dict[str, Any]) -> list[list[str]]:
+    """One row per confirmed claim of a search: what it is, its reported speedup and interval, its fresh speedups,
+    and whether the fresh test speedup is inside the interval."""
+    return [[c["kind"], str(c["number"]), c["algorithms"] or "–", ", ".join(f"{b:g}" for b in c["budgets"]),
+             f"{fmt(c['speedup'], '.2f')}x [{fmt(c['ci'][0], '.2f')}–{fmt(c['ci'][1], '.2f')}]",
+             f"{fmt(c.get('fresh_speedup_test'), '.2f')}x", f"{fmt(c.get('fresh_speedup_val'), '.2f')}x",
+             "yes" if c.get("inside") else "no"]
+            for c in search["claims"]]
+
+
 def render(result: dict[str, Any]) -> str:
     lines = [
         "Every confirmed claim of a search (recipe curves and front points whose bootstrap interval over "
@@ -199,14 +209,8 @@ def render(result: dict[str, Any]) -> str:
         if not s["claims"]:
             lines += ["No confirmed claim to replicate.", ""]
             continue
-        lines += ["| claim | trial | algorithms | budgets | reported speedup [95 % CI] (val) | fresh (test) | "
-                  "fresh (val) | inside |", "|---|---|---|---|---|---|---|---|"]
-        for c in s["claims"]:
-            lines.append(
-                f"| {c['kind']} | {c['number']} | {c['algorithms'] or '–'} | "
-                f"{', '.join(f'{b:g}' for b in c['budgets'])} | {fmt(c['speedup'], '.2f')}x "
-                f"[{fmt(c['ci'][0], '.2f')}–{fmt(c['ci'][1], '.2f')}] | {fmt(c.get('fresh_speedup_test'), '.2f')}x | "
-                f"{fmt(c.get('fresh_speedup_val'), '.2f')}x | {'yes' if c.get('inside') else 'no'} |")
+        lines.append(md_table(["claim", "trial", "algorithms", "budgets", "reported speedup [95 % CI] (val)",
+                               "fresh (test)", "fresh (val)", "inside"], claim_rows(s)))
         h = s.get("headline") or {}
         if h.get("number") is not None:
             lines += ["", f"Headline (trial {h['number']}): reported {fmt(h['speedup'], '.2f')}x "

@@ -210,9 +210,14 @@ def _ratio(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
+def distinct_accuracies(rows: list[dict[str, Any]]) -> list[float]:
+    """The test accuracies over every arm, each once: one value when every arm trained on the same batches."""
+    return sorted({a for r in rows for a in r["accuracies"]})
+
+
 def render(result: dict[str, Any]) -> str:
     rows = result["rows"]
-    accuracies = {a for r in rows for a in r["accuracies"]}
+    accuracies = distinct_accuracies(rows)
     same = len(accuracies) == 1
     load = result.get("load_during_runs")
     im = result["images"]
@@ -228,7 +233,7 @@ def render(result: dict[str, Any]) -> str:
         f"{result['epochs_per_run']} epochs per run, {result.get('threads', 2)} torch thread(s), CPU; arms interleaved in rotated order, "
         f"{result['repeats']} repeats{' (--quick)' if result['quick'] else ''}. Cells: median [min–max]. "
         "Same seed everywhere: every arm sees the same batches, so the accuracies must be equal: "
-        + ("they are (" + ", ".join(f"{a:.4f}" for a in sorted(accuracies)) + ")." if same else
+        + ("they are (" + ", ".join(f"{a:.4f}" for a in accuracies) + ")." if same else
            "**they differ**: " + ", ".join(f"{r['arm']} {r['accuracies']}" for r in rows) + ".")
         + (f" 1-minute load average during the runs: {fmt_summary(load, '.1f', 'range')} on 2 cores." if load else ""),
         "",

@@ -53,11 +53,16 @@ def _real_goal_text(analysis: dict[str, Any]) -> str:
                if stopped else "") + ".")
 
 
+def _meeting_arms(rows: dict[str, Any]) -> dict[str, Any]:
+    """The replay arms that meet the goal by their median curve (the rule): none, and the goal is not met."""
+    return {a: r for a, r in rows.items() if r.get("goal_met")}
+
+
 def _replay_goal_text(rows: dict[str, Any], best: tuple[str, float] | None) -> str:
     """Met or not by the median curve (the rule), with each meeting arm's bootstrap interval and how many seeds
     reach the target, so a point estimate whose interval reaches above the goal reads as such."""
     head = f"**Goal** (issue 14): an arm reaches random's final hypervolume with ≤ {GOAL_RATIO:.2f}× random's compute: "
-    met = {a: r for a, r in rows.items() if r.get("goal_met")}
+    met = _meeting_arms(rows)
     if not met:
         return head + "**not met**" + (f"; the best arm is `{best[0]}` at {best[1]:.2f}x" if best else "") + "."
 

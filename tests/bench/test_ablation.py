@@ -1,6 +1,8 @@
 """The ablation benchmark's arms and analysis (bench/ablation.py), without training."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bench import ablation
@@ -26,6 +28,14 @@ def test_share_is_the_whole_speedup_over_the_speedup_without(monkeypatch):
     assert a["rows"]["whole recipe"]["speedup"] == pytest.approx(4.0)
     assert a["rows"]["without ema"]["share"] == pytest.approx(2.0)
     assert a["rows"]["without ema"]["time_ratio"] == pytest.approx(2.0)
+    assert ablation.carriers(a["rows"]) == [("ema", pytest.approx(2.0))]
     text = ablation.render({"recipe": "r", "budget": 1.0, "seeds": 1, "threads": 2,
                             "arms": {"whole recipe": {}, "without ema": {}}, "runs": runs})
-    assert "ema (x2.00)" in text
+    assert "| arm | what the method removes |" in text
+
+
+def test_the_carriers_are_the_largest_shares_first_without_the_whole_recipe_or_a_missing_one():
+    rows = {"whole recipe": {"share": 1.0}, "without a": {"share": 1.2}, "without b": {"share": 3.0},
+            "without c": {"share": math.nan}, "without d": {"share": 0.8}}
+    assert ablation.carriers(rows) == [("b", 3.0), ("a", 1.2), ("d", 0.8)]
+    assert ablation.carriers(rows, n=1) == [("b", 3.0)]

@@ -17,6 +17,7 @@ import bench.gpu as gpu
 import bench.gpu_airbench as gpu_airbench
 import bench.gpu_data as gpu_data
 import bench.gpu_extra as gpu_extra
+import bench.gpu_render as gpu_render
 import bench.run_all as run_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,18 +37,16 @@ def test_without_cuda_it_refuses_and_run_all_skips_it_keeping_the_saved_results(
 
 def test_the_saved_result_renders_each_of_its_sections():
     result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
-    text = gpu.render(result)
-    t = result.get("cuda_tests") or {}
-    if "counts" in t:
-        assert f"{t['counts']['passed']} passed" in text and "test_real_gpu_fit_has_no_sync" in text
-    for s in (result.get("fashion_mnist") or {}).get("speedups", []):
-        assert f"seed {s['seed']}:" in text
-    if "method_costs" in result:
-        assert "What each method costs on the GPU" in text
-    if "runs" in (result.get("side_by_side") or {}):
-        assert "| airbench | 9.9 |" in text and "our final accuracy: " in text
-    for key in ("overhead", "reproduction", "packing", "search"):  # a section not run yet says so
-        assert (key in result) != (f"python -m bench.gpu --only {key}" in text)
+    shown = dict(gpu_render.shown_sections(result))
+    for key in gpu_render.NEW:  # a section not run yet says so; one that ran shows its results
+        assert (shown[key] is None) == (key in result), key
+    for key in ("cuda_tests", "side_by_side", "fashion_mnist", "method_costs"):  # the earlier ones, when saved
+        assert (key in shown and shown[key] is None) == (key in result), key
+    sb = result.get("side_by_side") or {}
+    if "runs" in sb:
+        assert ["airbench", "9.9"] in [r[:2] for r in gpu_extra.side_median_rows(sb["medians"])]
+        assert any(r[0].startswith("our final accuracy: ") for r in gpu_extra.side_target_rows(sb["targets"]))
+    assert "| key | what | value | goal | status |" in gpu.render(result)
 
 
 def test_speedups_are_read_per_seed_off_that_seeds_curves():
@@ -58,18 +57,22 @@ def test_speedups_are_read_per_seed_off_that_seeds_curves():
     first, second = gpu_extra._speedups(runs, 2)
     assert first["status"] == "interpolated" and 2.0 < first["speedup"] < 4.0
     assert second["status"] == "not reached"
+    runs = [{**r, "throughput": 100.0 if r["arm"].startswith("recipe") else 80.0} for r in runs]
+    verdict = gpu_extra.fashion_verdict({"runs": runs, "speedups": [first, second]})
+    assert verdict["median_speedup"] == first["speedup"] and verdict["verdict"] == "faster"  # seed 1 has none
+    assert verdict["rate"] == pytest.approx(1.25)
+    assert gpu_extra.fashion_verdict({"runs": runs, "speedups": [second]})["verdict"] == "not comparable"
 
 
-def test_method_costs_render_best_of_runs_relative_to_the_whole_recipe():
-    result = json.loads((ROOT / "reports" / "bench" / "gpu.json").read_text())
+def test_method_costs_are_best_of_runs_relative_to_the_whole_recipe():
     runs = [{"seed": r, "arm": arm, "throughput": tp * (0.5 if r == 0 else 1.0)}
             for r in (0, 1) for arm, tp in (("baseline", 400.0), ("whole recipe", 100.0), ("without sam", 150.0),
                                             ("without ema", 102.0))]
-    result["method_costs"] = {"arms": ["baseline", "whole recipe", "without sam", "without ema"], "runs": runs,
-                              "repeats": 2}
-    text = gpu.render(result)
-    assert "| without sam | 150 | 1.50 |" in text and "| baseline | 400 | 4.00 |" in text
-    assert "Costing over 5 %: sam (x1.50)." in text
+    ratios = gpu_extra.method_cost_ratios({"arms": ["baseline", "whole recipe", "without sam", "without ema"],
+                                           "runs": runs, "repeats": 2})
+    assert ratios["without sam"] == {"images_per_s": 150.0, "ratio": 1.5}
+    assert ratios["baseline"] == {"images_per_s": 400.0, "ratio": 4.0}
+    assert gpu_extra.costly_methods(ratios) == [("sam", 1.5)]  # ema's 2 % is under the 5 % that counts
 
 
 def _images(n_train: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -172,13 +175,16 @@ def test_side_by_side_trains_both_sides_on_the_same_files_alternating_per_seed(m
     assert records["accuracy"] == 0.94 and math.isnan(records["on_medians"]["ratio"])  # neither side gets to 94 %
     ours_final, = (t for t in sb["targets"] if t["name"] == "our final accuracy")  # 0.90: past airbench's best
     assert math.isnan(ours_final["on_medians"]["airbench"]["seconds"])
-    text = gpu_extra.side_text(sb)
-    assert "| airbench | 9.9 | 2.97 | 0.8990 | 0.300 |" in text and "| ours | 10 | 5.00 | 0.9000 | 0.500 |" in text
-    assert f"| airbench's final accuracy: 89.90% | 2.97 | {om['ours']['seconds']:.2f} | {om['ratio']:.2f}x |" in text
-    assert "| the records' measure: 94.00% | not reached | not reached | – | –, – |" in text
-    assert "Time to 94% on CIFAR-10, the records' measure, cannot be" in text
-    assert "Per epoch ours takes 1.67x airbench's time (longest runs)" in text  # 0.5 s against 0.3 s
-    assert "-1.60 pp at 2 epochs and +0.10 pp at the longest." in text  # not the cost of a step alone
+    rows = gpu_extra.side_median_rows(sb["medians"])
+    assert ["airbench", "9.9", "2.97", "0.8990", "0.300"] in rows and ["ours", "10", "5.00", "0.9000", "0.500"] in rows
+    targets = {r[0]: r[1:] for r in gpu_extra.side_target_rows(sb["targets"])}
+    assert targets["airbench's final accuracy: 89.90%"][:3] == ["2.97", f"{om['ours']['seconds']:.2f}",
+                                                                 f"{om['ratio']:.2f}x"]
+    assert targets["the records' measure: 94.00%"] == ["not reached", "not reached", "–", "–, –"]
+    gap = gpu_extra.side_gap(sb["medians"])
+    assert gap["per_epoch"] == pytest.approx(0.5 / 0.3) and gap["first_epochs"] == 2  # 0.5 s an epoch against 0.3 s
+    assert gap["gaps_pp"] == pytest.approx([-1.6, 0.1]) and not gap["step_cost"]  # not the cost of a step alone
+    assert gpu_extra.side_gap([m for m in sb["medians"] if m["side"] == "ours"]) is None
 
 
 def test_times_to_an_accuracy_mark_a_target_met_at_the_first_run_as_an_upper_bound():
@@ -191,9 +197,8 @@ def test_times_to_an_accuracy_mark_a_target_met_at_the_first_run_as_an_upper_bou
     assert got["airbench"] == {"seconds": 1.0, "upper_bound": True}
     assert got["ours"]["seconds"] == pytest.approx(8.0) and not got["ours"]["upper_bound"]
     assert got["ratio"] == pytest.approx(8.0)
-    assert "≤ 1.00" in gpu_extra.side_text({"data": "d", "airbench_version": "v", "seeds": 1, "runs": rows,
-                                              "medians": [], "targets": [{"name": "t", "accuracy": 0.94,
-                                                                          "on_medians": got, "per_seed": [got]}]})
+    row, = gpu_extra.side_target_rows([{"name": "t", "accuracy": 0.94, "on_medians": got, "per_seed": [got]}])
+    assert row[1:3] == ["≤ 1.00", "8.00"]
 
 
 def test_side_by_side_is_skipped_without_airbench(monkeypatch):
@@ -201,8 +206,7 @@ def test_side_by_side_is_skipped_without_airbench(monkeypatch):
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     sb = gpu_extra.side_by_side(1)
-    assert "airbench is not installed" in sb["skipped"]
-    assert "Not run: airbench is not installed" in gpu_extra.side_text(sb)
+    assert "airbench is not installed" in sb["skipped"] and sb["skipped"] in gpu_extra.side_text(sb)
 
 
 class FakeClock:

@@ -250,10 +250,16 @@ def test_the_renderer_reads_the_keys_and_marks_goals_on_synthetic_results():
     assert rows["reproduction.time_to_94_ratio"][4] == ("met" if ratio <= 1.1 else "not met")
     assert rows["search.best_time_to_94_vs_airbench"][2:] == ["–", "<= 0.9 (confirmed)", "not measured"]
     assert gr.curve_rows(result["reproduction"])[0] == ["3", "0.90", "0.9300", "1.20", "0.9280", "-0.20"]
-    assert gr.absent(result, "search", "A search") == (
-        "**A search**: _not run yet_ (`python -m bench.gpu --only search` on a GPU machine).")
-    assert gr.absent({"search": {"skipped": "x", "finished": "t"}}, "search", "S") == "**S**: skipped: x."
-    assert gr.absent(result, "packing", "P") is None
+    assert gr.absence(result, "search") == ("not run yet", None)
+    assert gr.absence({"search": {"skipped": "x", "finished": "t"}}, "search") == ("skipped", "x")
+    assert gr.absence({"search": {"error": "E"}}, "search") == ("failed", "E")
+    assert gr.absence(result, "packing") is None
+    assert gr.packing_rows(result["packing"]) == [
+        ["1", "4", "900", "1700", "1200", "91 % (95 median)", "processes"],
+        ["2", "4", "900", "1700", "1200", "91 % (95 median)", "processes"],
+        ["4", "–", "–", "–", "–", "–", "skipped: out of time: 3 s left"]]
+    assert gr.compile_rows(result["reproduction"]["compile"]) == [
+        ["torch.compile", "41.0", "0.800", "ok"], ["torch.compile + CUDA graphs", "–", "–", "skipped: out of time"]]
     versus = ga.analyse(_curve_runs([5]), [5])
     result["search"] = {"space": "s.yaml", "budgets": [0.4, 0.6], "proposals": 4, "confirm_seeds": 2,
                         "executor": "inprocess", "trials_per_gpu": 1, "trials": [{}] * 11, "confirmation_runs": 3,
@@ -261,10 +267,11 @@ def test_the_renderer_reads_the_keys_and_marks_goals_on_synthetic_results():
                         "headline": {"number": 7, "how": "unconfirmed", "confirmed": False, "algorithms": "a+b"},
                         "versus": versus, "best_time_to_94_vs_airbench": 0.85}
     assert gr.glance_rows(result)[-1][2:] == ["0.850", "<= 0.9 (confirmed)", "met (recipe not confirmed)"]
-    text = gr.render(result)  # every section renders; the values in its tables come from the data above
-    assert "| 2 | 4 | 900 | 1700 | 1200 | 91 % (95 median) | processes |" in text
-    assert "| torch.compile + CUDA graphs | – | – | skipped: out of time |" in text
-    assert "| 7 | 2.10 | 0.9500 | 2.80 | 0.9480 | -0.20 |" in text  # the search's recipe beside airbench
+    assert gr.curve_rows(versus)[-1] == ["7", "2.10", "0.9500", "2.80", "0.9480", "-0.20"]  # the search's recipe
+    assert [why for _, why in gr.shown_sections(result)] == [None] * len(gr.NEW)  # every section has results
+    text = gr.render(result)
+    for header in ("| net | bare img/s |", "| epochs | airbench s |", "| mode | first run s |", "| trials per GPU |"):
+        assert header in text  # each section's renderer ran
 
 
 def test_the_device_command_fits_the_tool_and_keeps_what_a_cut_run_measured():

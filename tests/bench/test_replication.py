@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from bench.replication import SEED_OFFSET, claims, render, replicate
+from bench.replication import SEED_OFFSET, claim_rows, claims, render, replicate, summarise
 from recipesearch.recipe import recipe_from_dict
 
 BASE = {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits", "val_fraction": 0.1},
@@ -64,5 +64,8 @@ def test_fresh_seeds_are_new_and_the_verdict_is_on_test(tmp_path):
     assert math.isclose(curve["fresh_speedup_test"], 2.0 / 1.9, rel_tol=1e-6)
     assert not curve["inside"]  # 1.05x is below the reported interval
     assert result["confirm_share"] > 0 and result["headline"]["fresh_speedup_test"] == curve["fresh_speedup_test"]
-    text = render({"searches": [result], "inside_share": result["inside_share"], "goal_met": False})
-    assert "| curve |" in text and "not met" in text
+    curve_row, = (r for r in claim_rows(result) if r[0] == "curve")
+    assert curve_row[5] == "1.05x" and curve_row[-1] == "no"  # fresh test speedup, not inside
+    summary = summarise({"searches": [result]})
+    assert summary["inside_share"] == 0 and not summary["goal_met"]  # none inside: the goal is not met
+    assert "| claim | trial |" in render(summary)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 
 from bench.search_efficiency.config import GOAL_RATIO, GRID, GRID_QUICK
-from bench.search_efficiency.render import _interval_meets_goal, _ratio_cell, _replay_goal_text, _table_choice_text
+from bench.search_efficiency.render import (
+    _interval_meets_goal,
+    _meeting_arms,
+    _ratio_cell,
+    _replay_goal_text,
+    _table_choice_text,
+)
 
 
 def _row(ratio: float, interval: list[float], reached: int) -> dict:
@@ -25,9 +31,11 @@ def test_the_ratio_cells_give_the_interval_and_never_for_an_unbounded_top():
     assert _ratio_cell(_row(math.inf, [0.7, math.inf], 3)) == "not reached [0.70–never]"
 
 
-def test_the_replay_goal_line_renders():
+def test_the_replay_goal_is_met_by_the_arms_whose_median_meets_it():
     rows = {"random": _row(1.0, [0.7, math.inf], 10), "tpe": _row(0.56, [0.5, math.inf], 10)}
-    assert "**not met**" in _replay_goal_text(rows, ("tpe", 0.56))
+    assert _meeting_arms(rows) == {}  # not met
+    assert list(_meeting_arms({**rows, "gp": _row(0.25, [0.2, 0.29], 20)})) == ["gp"]
+    assert _replay_goal_text(rows, ("tpe", 0.56)).startswith("**Goal**")
 
 
 def test_the_table_choice_is_explained_for_the_full_table_only():
