@@ -58,7 +58,7 @@ from bench.common import (
     summarize,
 )
 from recipesearch.algorithms import Algorithm, get_algorithm
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 
 NAME = "trainer_efficiency"
 TITLE = "Trainer efficiency: Trainer vs a bare PyTorch loop, channels_last, FLOP/s vs peak"

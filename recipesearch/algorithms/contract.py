@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from recipesearch.algorithms.base import Algorithm
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 
 # The tiny run of the dynamic part: a residual net (blocks to drop, strided convs to blur) at half width.
 CONTRACT_MODEL: dict[str, Any] = {"name": "resnet8", "width": 0.5}
@@ -34,7 +34,7 @@ def static_problems(cls: type[Algorithm]) -> list[str]:
             problems.append(f"its class attribute `{attr}` must be a string")
     events = getattr(cls, "events", None)
     if not events or not all(isinstance(e, Event) for e in events):
-        problems.append("`events` must be a non-empty set of recipesearch.train.events.Event members")
+        problems.append("`events` must be a non-empty set of recipesearch.hooks.Event members")
     if not isinstance(getattr(cls, "order", None), int):
         problems.append("`order` must be an int")
     params = getattr(cls, "Params", None)

@@ -34,19 +34,19 @@ from torch import nn
 from recipesearch.algorithms import Algorithm, build_algorithms
 from recipesearch.data import BatchLoader, DataBundle, eval_batches, load_data
 from recipesearch.data.source import ImageSource
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.models import create_model
 from recipesearch.models.registry import TV_PREFIX
 from recipesearch.recipe import Recipe
 from recipesearch.train import distributed
-from recipesearch.train.events import Event
 from recipesearch.train.optim import build_optimizer, set_lr
 from recipesearch.train.schedule import LRSchedule
-from recipesearch.train.state import State
 from recipesearch.train.timing import DeviceClock, LossCheck
 
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-# The events of every training step, in the order they fire (train/events.py). The loop looks their hook lists up
+# The events of every training step, in the order they fire (hooks/events.py). The loop looks their hook lists up
 # once per ``train()`` (``_bind_hooks``) and skips an event that no hook listens to without a call: an Event is a
 # StrEnum whose hash runs in Python, and ten dict look-ups and calls per step were a few µs of a tiny model's step.
 _STEP_EVENTS = (Event.AFTER_DATALOADER, Event.BATCH_START, Event.BEFORE_FORWARD, Event.AFTER_FORWARD,
