@@ -21,7 +21,7 @@ The loop, in pseudocode, with the event fired at each marker::
             optimizer.step(); schedule.step()
             AFTER_STEP           # EMA / SWA averaging
             BATCH_END
-                                 # (checkpoint every N seconds here: train/checkpoint.py, clock paused)
+                                 # (checkpoint every N seconds here: train/checkpointing.py, clock paused)
         EPOCH_END                # layer freezing, SWA's LR switch
     FIT_END                      # EMA / SWA swap in the averaged weights for evaluation
 
