@@ -11,7 +11,7 @@ import pkgutil
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import build_algorithms, get_algorithm, list_algorithms, register_algorithm
 
-_INFRASTRUCTURE = {"base", "registry", "interactions", "contract", "static_contract"}
+_INFRASTRUCTURE = {"base", "registry", "interactions", "contract"}
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in _INFRASTRUCTURE and not _module.name.startswith("_"):

@@ -1,6 +1,6 @@
 """The contract every ``Algorithm`` keeps, checked on any class: ours in tests, a user's before a search trains it.
 
-Static part (``static_problems``, in ``static_contract.py`` so that the registry can check a class without
+Static part (``static_problems``, in ``_static_contract.py`` so that the registry can check a class without
 importing the trainer this module runs; cheap, run whenever an import path names a class): metadata filled in,
 events declared as ``Event`` members, a pydantic ``Params`` model whose defaults validate, ``apply``
 implemented. Dynamic part (``run_contract``, two 22-step digits runs, about a second on one core): the
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from recipesearch.algorithms._static_contract import static_problems
 from recipesearch.algorithms.base import Algorithm
-from recipesearch.algorithms.static_contract import static_problems
 from recipesearch.hooks.events import Event
 
 # The tiny run of the dynamic part: a residual net (blocks to drop, strided convs to blur) at half width.
