@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from bench.common import fmt, fmt_summary, goal_text, interleave, load_now, md_table, summarize
 from recipesearch.algorithms import Algorithm, get_algorithm
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 
 # The benchmark this measurement is part of (bench/trainer_efficiency.py imports this module, so not from there).
 BENCHMARK = "trainer_efficiency"

@@ -2,7 +2,7 @@
 
 ``apply`` builds the recipe's algorithms, the same hook objects ``recipesearch train`` builds, runs their
 model surgery on ``model`` and returns a ``RecipeRun``. Each of its methods fires the trainer's events
-(``recipesearch/train/events.py``) on one shared ``State``, in the trainer's order
+(``recipesearch/hooks/events.py``) on one shared ``State``, in the trainer's order
 (``recipesearch/train/loop.py``), so every method behaves as it does in ``recipesearch train``::
 
     run = recipesearch.apply("my_recipes/5660434a021b.yaml", model)  # INIT; the recipe's optimizer
@@ -61,13 +61,13 @@ from torch import Tensor, nn
 from recipesearch.algorithms import Algorithm, build_algorithms
 from recipesearch.algorithms.interactions import interaction_warnings
 from recipesearch.errors import ConfigError, UserError
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.recipe import Recipe, load_recipe, recipe_from_dict
 from recipesearch.train import optim as _optim
-from recipesearch.train.events import Event
 from recipesearch.train.loop import _DTYPES as _AUTOCAST  # precision -> autocast dtype, one table for both loops
 from recipesearch.train.loop import soft_cross_entropy
 from recipesearch.train.schedule import LRSchedule
-from recipesearch.train.state import State
 
 if TYPE_CHECKING:
     from recipesearch.data import DataBundle

@@ -85,7 +85,7 @@ def test_module_entries_lists_what_a_module_offers(user_module):
         from pydantic import BaseModel
         from torch import nn
         from recipesearch.algorithms import Algorithm
-        from recipesearch.train.events import Event
+        from recipesearch.hooks.events import Event
 
         def net(num_classes, in_channels, image_size, width=4):
             return nn.Linear(1, 1)

@@ -87,7 +87,7 @@ def test_an_import_path_method_is_removed_whole(tmp_path, monkeypatch):
         from pydantic import BaseModel, ConfigDict
 
         from recipesearch.algorithms import Algorithm
-        from recipesearch.train.events import Event
+        from recipesearch.hooks.events import Event
 
 
         class Params(BaseModel):

@@ -22,8 +22,8 @@ from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.data.augment import alternating_flip_mask, mirror_where
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 __all__ = ["AlternatingFlip", "alternating_flip_batch", "alternating_flip_mask", "first_epoch_flips"]
 

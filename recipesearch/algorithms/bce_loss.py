@@ -16,8 +16,8 @@ from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.label_smoothing import as_distribution
 from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.algorithms.selective_backprop import PER_SAMPLE_LOSS_KEY
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def per_sample_bce(outputs: torch.Tensor, targets: torch.Tensor, num_classes: int) -> torch.Tensor:

@@ -13,8 +13,8 @@ from recipesearch.algorithms._surgery import replace_modules
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def blur_filter(channels: int) -> Tensor:

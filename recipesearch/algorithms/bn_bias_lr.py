@@ -24,8 +24,8 @@ from recipesearch.algorithms._surgery import unwrap
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def bn_biases(model: nn.Module) -> list[Tensor]:

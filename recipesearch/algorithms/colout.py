@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from recipesearch.algorithms._augment_ops import rand_device
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def kept_indices(size: int, p_drop: float, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """The contract every ``Algorithm`` keeps, checked on any class: ours in tests, a user's before a search trains it.
 
-Static part (``static_problems``, cheap, run whenever an import path names a class): metadata filled in,
+Static part (``static_problems``, in ``_static_contract.py`` so that the registry can check a class without
+importing the trainer this module runs; cheap, run whenever an import path names a class): metadata filled in,
 events declared as ``Event`` members, a pydantic ``Params`` model whose defaults validate, ``apply``
 implemented. Dynamic part (``run_contract``, two 22-step digits runs, about a second on one core): the
 method trains to a finite loss, its hooks run only at the events it declares, and two runs of one seed
@@ -8,52 +9,17 @@ give bit-identical weights (speedups are measured against seeds, so a method mus
 """
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic import BaseModel
-
+from recipesearch.algorithms._static_contract import static_problems
 from recipesearch.algorithms.base import Algorithm
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 
 # The tiny run of the dynamic part: a residual net (blocks to drop, strided convs to blur) at half width.
 CONTRACT_MODEL: dict[str, Any] = {"name": "resnet8", "width": 0.5}
 CONTRACT_EPOCHS = 0.5  # 22 steps on digits: enough for schedule-driven methods to switch on
-
-
-def static_problems(cls: type[Algorithm]) -> list[str]:
-    """What is wrong with ``cls`` as an ``Algorithm``, one short clause each; empty when nothing is."""
-    problems = []
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name.strip():
-        problems.append("its class attribute `name` must be a non-empty string")
-    for attr in ("description", "citation"):
-        if not isinstance(getattr(cls, attr, None), str):
-            problems.append(f"its class attribute `{attr}` must be a string")
-    events = getattr(cls, "events", None)
-    if not events or not all(isinstance(e, Event) for e in events):
-        problems.append("`events` must be a non-empty set of recipesearch.train.events.Event members")
-    if not isinstance(getattr(cls, "order", None), int):
-        problems.append("`order` must be an int")
-    params = getattr(cls, "Params", None)
-    if not (isinstance(params, type) and issubclass(params, BaseModel)):
-        problems.append("`Params` must be a pydantic BaseModel")
-    else:
-        try:
-            params()
-        except Exception as exc:  # noqa: BLE001 - any failure means the defaults do not validate
-            problems.append(f"`Params()` must validate with its defaults ({type(exc).__name__})")
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ()))) or "apply"
-        problems.append(f"it must implement {missing}")
-    if not problems:
-        try:
-            cls()
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"{cls.__name__}() with default params raised {type(exc).__name__}: {exc}")
-    return problems
 
 
 @contextmanager

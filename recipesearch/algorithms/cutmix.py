@@ -13,8 +13,8 @@ from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.label_smoothing import as_distribution
 from recipesearch.algorithms.mixup import mix_permutation, sample_beta
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def cutmix_box(height: int, width: int, lam: float,

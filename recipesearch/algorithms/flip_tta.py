@@ -21,8 +21,8 @@ from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.data.augment import pad
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def flip_tta_logits(model: nn.Module, x: Tensor) -> Tensor:

@@ -14,8 +14,8 @@ from torch import Tensor
 
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 ClipMode = Literal["norm", "value", "adaptive"]
 DEFAULT_THRESHOLDS: dict[str, float] = {"norm": 1.0, "value": 1.0, "adaptive": 0.01}

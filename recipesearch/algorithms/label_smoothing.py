@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def as_distribution(targets: torch.Tensor, num_classes: int) -> torch.Tensor:

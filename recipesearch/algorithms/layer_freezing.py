@@ -14,8 +14,8 @@ from torch import nn
 from recipesearch.algorithms._surgery import unwrap
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def trainable_layers(model: nn.Module) -> list[nn.Module]:

@@ -31,8 +31,8 @@ from torch import Tensor, nn
 from recipesearch.algorithms._surgery import unwrap
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 @torch.no_grad()

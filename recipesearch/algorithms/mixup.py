@@ -12,8 +12,8 @@ from recipesearch.algorithms._augment_ops import rand_device
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.label_smoothing import as_distribution
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def sample_beta(alpha: float, generator: torch.Generator | None = None) -> float:

@@ -36,8 +36,8 @@ from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.data.augment import normalize
 from recipesearch.data.source import strided_sample
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 Size2 = int | tuple[int, int]
 

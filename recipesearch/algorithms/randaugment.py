@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from recipesearch.algorithms._augment_ops import RANDAUGMENT_SPACE, OpSpace, Stats, augment_round, from_unit, to_unit
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def randaugment_batch(

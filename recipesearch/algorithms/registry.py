@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recipesearch.algorithms._static_contract import static_problems
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.errors import ConfigError
 from recipesearch.plugins import is_import_path, resolve
@@ -45,9 +46,7 @@ def get_algorithm(name: str) -> type[Algorithm]:
 
 def imported_algorithm(path: str) -> type[Algorithm]:
     """The ``Algorithm`` subclass at import path ``path``, its contract's static part checked
-    (``algorithms/contract.py``)."""
-    from recipesearch.algorithms.contract import static_problems
-
+    (``algorithms/_static_contract.py``)."""
     field = f"algorithms.{path}"
     cls = resolve(path, field)
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):

@@ -15,8 +15,8 @@ from torch import nn
 
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 PerSampleLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, targets) -> [B]
 # A loss-replacing algorithm (bce_loss) puts its per-sample form here, so selection ranks by the loss trained on.

@@ -14,9 +14,9 @@ from torch import Tensor, nn
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
 from recipesearch.errors import ConfigError
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.models.blocks import ResidualBlock
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
 
 
 def drop_rates(num_blocks: int, drop_rate: float, distribution: str = "linear") -> list[float]:

@@ -16,8 +16,8 @@ from torch.optim.swa_utils import AveragedModel, update_bn
 from recipesearch.algorithms._surgery import unwrap
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def swa_lr_factor(

@@ -18,8 +18,8 @@ from recipesearch.algorithms._augment_ops import (
 )
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.algorithms.registry import register_algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def trivialaugment_batch(

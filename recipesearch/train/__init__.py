@@ -1,12 +1,8 @@
-"""Training: the event loop, schedules and optimizers.
+"""Training: the trainer's loop (``loop.py``), its timing, checkpoints, rungs and data-parallel side, schedules
+and optimizers.
 
-This package re-exports only the hook contract (``Event``, ``State``). The loop imports the algorithms,
-and the algorithms import the contract, so the loop is imported by its own name, never from here:
-``from recipesearch.train.loop import Trainer, TrainResult, fit``.
+Modules are imported by their own names (``from recipesearch.train.loop import Trainer, TrainResult, fit``);
+this package imports none of them, so importing one submodule (the optimizers, say) does not import the loop
+and, through it, the algorithms. The hook contract (``Event``, ``State``) is ``recipesearch.hooks``.
 """
 from __future__ import annotations
-
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
-
-__all__ = ["Event", "State"]

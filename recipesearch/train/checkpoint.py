@@ -1,5 +1,9 @@
 """A training checkpoint: everything a fresh ``Trainer`` of the same recipe needs to go on bit for bit.
 
+This module is the file: what it holds, writing and reading it. When the trainer writes one and how a run
+goes on from one is ``checkpointing.py``; this module knows the trainer's pieces (``State``, the algorithms,
+its counters), not the trainer.
+
 What it holds (one ``torch.save`` of one dict, so that shared references survive: the optimizer's params
 are the model's, EMA/SWA/Lookahead copies and patch whitening's conv point into the same objects):
 
@@ -35,7 +39,10 @@ import numpy as np
 import torch
 
 if TYPE_CHECKING:
-    from recipesearch.train.loop import Trainer
+    from torch import nn
+
+    from recipesearch.algorithms import Algorithm
+    from recipesearch.hooks import State
 
 FILENAME = "trainer.pt"  # the checkpoint inside a checkpoint folder (what Ray Tune persists)
 FORMAT = 1  # bumped when the content changes: an older checkpoint is then not restored
@@ -45,25 +52,23 @@ class CheckpointError(Exception):
     """A checkpoint that cannot be restored here: another recipe, another format, an unreadable file."""
 
 
-def unpicklable_reason(trainer: Trainer) -> str | None:
-    """Why this run cannot be checkpointed, or None."""
-    if hasattr(trainer.state.model, "_orig_mod"):  # torch.compile's OptimizedModule
+def unpicklable_reason(model: nn.Module) -> str | None:
+    """Why a run training ``model`` cannot be checkpointed, or None."""
+    if hasattr(model, "_orig_mod"):  # torch.compile's OptimizedModule
         return "a compiled model (torch_compile) cannot be saved"
     return None
 
 
-def capture(trainer: Trainer, train_seconds: float, data_seconds: float, checkpoint_seconds: float) -> dict[str, Any]:
-    """The checkpoint of ``trainer`` between two steps (its clock paused)."""
-    s = trainer.state
+def capture(s: State, algorithms: list[Algorithm], recipe_id: str, counters: dict[str, float]) -> dict[str, Any]:
+    """The checkpoint of a run between two steps (its clock paused): its state ``s``, its algorithms and its
+    ``counters`` (train, data, rung and checkpoint seconds, resumes, resume gap, checkpoints written)."""
     return {
-        "format": FORMAT, "recipe_id": trainer.recipe.id(),
+        "format": FORMAT, "recipe_id": recipe_id,
         "model": s.model, "eval_model": s.eval_model, "optimizer": s.optimizer, "grad_scaler": s.grad_scaler,
-        "schedule": s.schedule, "extra": s.extra, "algorithms": trainer.algorithms,
+        "schedule": s.schedule, "extra": s.extra, "algorithms": algorithms,
         "step": s.step, "epoch": s.epoch, "samples_seen": s.samples_seen,
         "loss": s.loss.detach() if s.loss is not None else None,
-        "train_seconds": train_seconds, "data_seconds": data_seconds, "rung_seconds": trainer.rung_seconds,
-        "checkpoint_seconds": checkpoint_seconds, "resumes": trainer.resumes,
-        "resume_gap_seconds": trainer.resume_gap_seconds, "written_at": time.time(),
+        **counters, "written_at": time.time(),
         "rng": rng_state(), "loader": s.train_loader.position(),
     }
 
@@ -105,16 +110,14 @@ def read(path: Path, recipe_id: str, device: torch.device, world: int = 1) -> di
     return snapshot
 
 
-def restore(trainer: Trainer, snapshot: dict[str, Any]) -> None:
-    """Put the checkpoint's objects and counters in ``trainer`` (built for the same recipe); the loop then
-    continues from the loader position (``Trainer.train``) without firing FIT_START again."""
-    s = trainer.state
+def restore(s: State, snapshot: dict[str, Any]) -> None:
+    """Put the checkpoint's objects and step counters in the state ``s`` of a trainer built for the same recipe,
+    and its random state in the RNGs; the trainer takes its algorithms and time counters itself
+    (``checkpointing.py``), then continues from the loader position without firing FIT_START again."""
     s.model, s.eval_model, s.optimizer = snapshot["model"], snapshot["eval_model"], snapshot["optimizer"]
     s.grad_scaler, s.schedule, s.extra = snapshot["grad_scaler"], snapshot["schedule"], snapshot["extra"]
     s.step, s.epoch, s.samples_seen = snapshot["step"], snapshot["epoch"], snapshot["samples_seen"]
     s.loss = snapshot["loss"]
-    trainer.set_algorithms(snapshot["algorithms"])
-    trainer.rung_seconds = snapshot["rung_seconds"]
     set_rng_state(snapshot["rng"])
 
 

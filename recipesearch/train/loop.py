@@ -15,6 +15,9 @@ loss every step on CPU and, on CUDA, a non-blocking copy every 50 steps and at t
 the data's device: a CPU generator would copy them to the GPU with a blocking copy, which is a stream
 sync, three times a step. Without a GPU to hand, the CUDA path was tested on CPU with counting fakes
 (``tests/train/test_timing.py``); its GPU-only test runs a fit under ``set_sync_debug_mode("error")``.
+
+What the loop pauses for has a module each: rung reports (``rungs.py``), checkpoints and going on from one
+(``checkpointing.py``; the file: ``checkpoint.py``); the data-parallel side is ``distributed.py``.
 """
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,21 +34,31 @@ import torch.nn.functional as F
 from torch import nn
 
 from recipesearch.algorithms import Algorithm, build_algorithms
-from recipesearch.data import BatchLoader, DataBundle, eval_batches, load_data
-from recipesearch.data.source import ImageSource
+from recipesearch.algorithms.interactions import interaction_warnings
+from recipesearch.data import BatchLoader, DataBundle, load_data
+from recipesearch.errors import ConfigError
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.models import create_model
 from recipesearch.models.registry import TV_PREFIX
 from recipesearch.recipe import Recipe
-from recipesearch.train import distributed
-from recipesearch.train.events import Event
+from recipesearch.train import checkpoint, distributed, distributed_checkpoint
+from recipesearch.train.checkpointing import Checkpoints, OnCheckpoint
+from recipesearch.train.evaluation import evaluate
 from recipesearch.train.optim import build_optimizer, set_lr
+from recipesearch.train.result import TrainResult
+from recipesearch.train.rungs import OnRung, Rungs, TrialPruned
 from recipesearch.train.schedule import LRSchedule
-from recipesearch.train.state import State
 from recipesearch.train.timing import DeviceClock, LossCheck
+from recipesearch.train.tv_input import check_torchvision_input
+
+# The trainer's API; TrainResult and TrialPruned (what ``fit`` returns and raises) live in their own modules.
+__all__ = ["Trainer", "TrainResult", "TrialPruned", "evaluate", "fit", "model_parameters", "resolve_device",
+           "seed_everything", "soft_cross_entropy"]
 
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-# The events of every training step, in the order they fire (train/events.py). The loop looks their hook lists up
+# The events of every training step, in the order they fire (hooks/events.py). The loop looks their hook lists up
 # once per ``train()`` (``_bind_hooks``) and skips an event that no hook listens to without a call: an Event is a
 # StrEnum whose hash runs in Python, and ten dict look-ups and calls per step were a few µs of a tiny model's step.
 _STEP_EVENTS = (Event.AFTER_DATALOADER, Event.BATCH_START, Event.BEFORE_FORWARD, Event.AFTER_FORWARD,
@@ -56,37 +68,6 @@ _STEP_EVENTS = (Event.AFTER_DATALOADER, Event.BATCH_START, Event.BEFORE_FORWARD,
  _AFTER_BACKWARD, _AFTER_STEP, _BATCH_END) = _STEP_EVENTS
 
 
-@dataclass
-class TrainResult:
-    accuracy: float  # top-1 on the test split
-    loss: float
-    train_seconds: float  # training steps only: no evaluation, decoding or model construction
-    throughput: float  # training images per second
-    data_wait_fraction: float  # share of train_seconds spent producing/augmenting batches (CUDA: GPU idle or on input)
-    epochs: float
-    steps: int
-    samples_seen: int
-    recipe_id: str
-    val_accuracy: float | None = None
-    val_loss: float | None = None
-    eval_seconds: float | None = None  # test (+ val) evaluation, outside train_seconds: where TTA's cost shows
-    rung_seconds: float = 0.0  # rung evaluations and the scheduler's answers, outside train_seconds
-    checkpoint_seconds: float = 0.0  # writing checkpoints (and handing them to Ray Tune), outside train_seconds
-    checkpoints: int = 0  # checkpoints written, every segment of the run
-    resumes: int = 0  # times the run went on from a checkpoint (segments - 1); train_seconds sums the segments
-    # wall time from each restored checkpoint's writing to its resume: the work lost after it, noticing the death
-    # and starting again (clocks of two nodes when the run moved: as far apart as they are)
-    resume_gap_seconds: float = 0.0
-    resumed_at_step: int = 0  # the step of the last checkpoint it went on from (0: trained from the start)
-    device: str = "cpu"
-    threads: int = 1
-    workers: int = 1  # data-parallel ranks (train/distributed.py); train_seconds and accuracy are rank 0's
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         if torch.cuda.is_available():
@@ -94,8 +75,6 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cpu")
     dev = torch.device(name)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        from recipesearch.errors import ConfigError
-
         raise ConfigError("device", "CUDA was asked for but no GPU is visible; allowed here: auto, cpu")
     return dev
 
@@ -114,85 +93,27 @@ def soft_cross_entropy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Te
     return F.cross_entropy(outputs, targets)
 
 
-@torch.inference_mode()
-def evaluate(state: State, images: torch.Tensor | ImageSource, labels: torch.Tensor) -> tuple[float, float]:
-    """Top-1 accuracy and mean loss of ``state.eval_model or state.model`` on a split (hard labels); streamed
-    images (an ``ImageSource``) are read by the bundle's DataLoader workers."""
-    model = state.eval_model or state.model
-    was_training = model.training
-    model.eval()
-    correct, total_loss = 0, 0.0
-    for x, y in eval_batches(images, labels, state.recipe.eval_batch_size, state.data.mean, state.data.std,
-                             workers=state.data.workers):
-        if state.channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
-        with state.autocast():
-            out = model(x)
-        total_loss += F.cross_entropy(out.float(), y, reduction="sum").item()
-        correct += (out.argmax(1) == y).sum().item()
-    model.train(was_training)
-    n = max(1, len(labels))
-    return correct / n, total_loss / n
-
-
 _NO_STEP_HOOKS: tuple[list[Algorithm], ...] = tuple([] for _ in _STEP_EVENTS)  # SAM's second pass fires nothing
-
-
-class TrialPruned(Exception):  # noqa: N818 - a decision, not an error
-    """A rung's scheduler stopped the run (``Trainer``'s ``on_rung`` returned False); ``report`` is that
-    rung's report, the run's last result."""
-
-    def __init__(self, report: dict[str, Any]):
-        super().__init__(f"stopped at rung {report.get('rung')}")
-        self.report = report
 
 
 class Trainer:
     """Runs one recipe. ``fit()`` is the whole job; the pieces are methods so tests can drive them.
 
-    ``rungs`` (fractions of the steps) with ``on_rung(report) -> bool``: after each rung's step the clock
-    pauses, the model is evaluated on ``rung_split`` (the split the search selects on, never chosen to be
-    test by a search), and ``on_rung`` gets ``{"rung", "step", "accuracy", "train_seconds",
-    "rung_eval_seconds"}`` (``train_seconds`` so far, the rung's evaluation left out); False stops the run
-    with ``TrialPruned``. The report's time (evaluation plus the scheduler's answer) is outside
-    ``train_seconds`` and summed into ``TrainResult.rung_seconds``.
-
-    Checkpoints (``recipesearch/train/checkpoint.py``): with ``checkpoint_every`` seconds and a
-    ``checkpoint_dir``, the loop writes ``checkpoint_dir/trainer.pt`` between two steps once that much wall
-    time (host clock: what a crash would lose) has passed since the segment's start or the last checkpoint,
-    then calls ``on_checkpoint(path, info)`` (``info``: step, train_seconds so far). The clock is paused
-    meanwhile: the cost goes to ``TrainResult.checkpoint_seconds``, not ``train_seconds``. No checkpoint
-    after the last step. ``resume_from`` (a checkpoint file or folder of the same recipe) restores that
-    state in this freshly built trainer and the run goes on from its step, mid-epoch included, without
-    FIT_START again; ``train_seconds`` is then the checkpoint's seconds plus this segment's (the work done
-    after the checkpoint and lost with the crash is in neither). A checkpoint that cannot be restored
-    (another recipe, unreadable) is not used: the run starts from step 0 with a warning.
-    Data-parallel runs (``train/distributed_checkpoint.py``): rank 0's ``checkpoint_every``, ``checkpoint_dir``
-    and ``resume_from`` count (the other ranks' are ignored); rank 0's clock decides when, every rank pauses at
-    that step and captures its own state, and rank 0 writes them as one file; ``on_checkpoint`` is called on
-    every rank, with ``path`` None on the others. A checkpoint of another number of ranks is not restored.
+    ``rungs`` (fractions of the steps) with ``on_rung(report) -> bool``: the run pauses after each rung's step,
+    reports and stops (``TrialPruned``) when ``on_rung`` says so (``train/rungs.py``). With ``checkpoint_every``
+    seconds and a ``checkpoint_dir`` it writes checkpoints between steps and calls ``on_checkpoint``;
+    ``resume_from`` (a checkpoint of the same recipe) goes on from one (``train/checkpointing.py``). The time
+    both take is outside ``train_seconds`` (``TrainResult.rung_seconds``, ``checkpoint_seconds``).
     """
 
     def __init__(self, recipe: Recipe, data: DataBundle | None = None,
                  on_epoch_end: Callable[[State, dict[str, float]], None] | None = None,
-                 rungs: tuple[float, ...] | list[float] = (),
-                 on_rung: Callable[[dict[str, Any]], bool] | None = None, rung_split: str = "val",
+                 rungs: tuple[float, ...] | list[float] = (), on_rung: OnRung | None = None, rung_split: str = "val",
                  checkpoint_every: float | None = None, checkpoint_dir: str | Path | None = None,
-                 on_checkpoint: Callable[[Path | None, dict[str, Any]], None] | None = None,
-                 resume_from: str | Path | None = None):
+                 on_checkpoint: OnCheckpoint | None = None, resume_from: str | Path | None = None):
         self.recipe = recipe
         self.warnings: list[str] = []
-        # checkpoints: seconds between two (None: never), where, who is told; counters carried across segments
-        self.checkpoint_every = checkpoint_every if checkpoint_dir is not None else None
-        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
-        self.on_checkpoint = on_checkpoint
-        self.checkpoint_seconds, self.checkpoints, self.resumes, self.resume_gap_seconds = 0.0, 0, 0, 0.0
-        self.resumed_at_step = 0
-        self._prior_seconds = self._prior_data_seconds = 0.0  # the earlier segments' (resume_from)
-        self._resume_position: dict[str, Any] | None = None  # the loader's place in the epoch under way
         self.on_epoch_end = on_epoch_end
-        self.rungs, self.on_rung, self.rung_split = tuple(rungs), on_rung, rung_split
-        self.rung_seconds = 0.0
         if recipe.threads:
             torch.set_num_threads(recipe.threads)
         self.device = resolve_device(recipe.device)
@@ -242,17 +163,11 @@ class Trainer:
         s.total_steps = max(1, round(recipe.epochs * s.steps_per_epoch))
         s.schedule = LRSchedule(recipe.schedule, s.steps_per_epoch, s.total_steps, recipe.budget)
         s.forward_backward = lambda: self._forward_backward(fire=False)
-        from recipesearch.analysis.rungs import rung_step
-
-        self._rung_at: dict[int, float] = {}  # step after which a rung reports -> its fraction
-        for fraction in self.rungs if self.on_rung else ():
-            step = rung_step(fraction, s.total_steps)
-            if step is not None:
-                self._rung_at.setdefault(step, fraction)
-        if self.world > 1:  # collective: rank 0's interval, and its checkpoint's parts when it resumes
-            self._resume_ranks(Path(resume_from) if resume_from is not None and self.rank == 0 else None)
-        elif resume_from is not None:
-            self._resume(Path(resume_from))
+        self.rungs = Rungs(tuple(rungs), on_rung, rung_split, s.total_steps, self.rank, self.world)
+        self.checkpoints = Checkpoints(checkpoint_every, checkpoint_dir, on_checkpoint, self.warnings, self.rank,
+                                       self.world, self._host_group)
+        # data-parallel: a collective on every rank (rank 0's interval, and its checkpoint's parts when it resumes)
+        self._resume(Path(resume_from) if resume_from is not None and self.rank == 0 else None)
 
     def set_algorithms(self, algorithms: list[Algorithm]) -> None:
         self.algorithms = algorithms
@@ -264,44 +179,19 @@ class Trainer:
         after construction, as tests do, still runs); ``train()`` binds them again when it starts."""
         self._step_hooks = tuple(self._by_event[ev] for ev in _STEP_EVENTS)
 
-    def _resume(self, path: Path) -> None:
-        from recipesearch.train import checkpoint
-
-        try:
-            snapshot = checkpoint.read(path, self.recipe.id(), self.device)
-        except checkpoint.CheckpointError as exc:
-            self.warnings.append(f"not resumed, trained from step 0: {exc}")
-            return
-        checkpoint.restore(self, snapshot)
-        self._went_on_from(snapshot)
-
-    def _resume_ranks(self, path: Path | None) -> None:
-        """Data-parallel start (train/distributed_checkpoint.py): every rank takes rank 0's checkpoint interval
-        and, when rank 0 resumes from ``path``, restores its own part; rank 0's weights are broadcast and the
-        restored model is wrapped in DDP again."""
-        from recipesearch.train import checkpoint, distributed_checkpoint
-
-        every, snapshot, refused = distributed_checkpoint.begin(path, self.checkpoint_every, self.recipe.id(),
-                                                                self.device, self.rank, self.world, self._host_group)
-        self.checkpoint_every = every  # the peers write nothing; they pause when rank 0 does
-        if refused is not None:
-            self.warnings.append(f"not resumed, trained from step 0: {refused}")
+    def _resume(self, path: Path | None) -> None:
+        """Go on from the checkpoint at ``path`` when it can be restored (``train/checkpointing.py``); a
+        data-parallel run's restored weights are rank 0's, broadcast, and its model is wrapped in DDP again."""
+        snapshot = self.checkpoints.open(path, self.recipe.id(), self.device)
         if snapshot is None:
             return
-        checkpoint.restore(self, snapshot)
-        distributed_checkpoint.share_weights(self.state.model, snapshot.get("layout"))
-        self.ddp = distributed.wrap_model(self.state.model, self.device, self.algorithms, sync=False)
-        self._went_on_from(snapshot)
-
-    def _went_on_from(self, snapshot: dict[str, Any]) -> None:
-        """The counters a resumed run carries on from ``snapshot`` (restored by ``checkpoint.restore``)."""
-        self._prior_seconds, self._prior_data_seconds = snapshot["train_seconds"], snapshot["data_seconds"]
-        self.checkpoint_seconds = snapshot["checkpoint_seconds"]
-        self.checkpoints = snapshot.get("checkpoints", 0)
-        self.resumes = snapshot["resumes"] + 1
-        self.resume_gap_seconds = snapshot["resume_gap_seconds"] + max(0.0, time.time() - snapshot["written_at"])
-        self._resume_position = snapshot["loader"]
-        self.resumed_at_step = int(snapshot["step"])
+        checkpoint.restore(self.state, snapshot)
+        self.set_algorithms(snapshot["algorithms"])
+        self.rungs.seconds = snapshot["rung_seconds"]
+        if self.world > 1:
+            distributed_checkpoint.share_weights(self.state.model, snapshot.get("layout"))
+            self.ddp = distributed.wrap_model(self.state.model, self.device, self.algorithms, sync=False)
+        self.checkpoints.went_on_from(snapshot)
 
     def fire(self, event: Event) -> None:
         for algo in self._by_event[event]:
@@ -370,20 +260,19 @@ class Trainer:
 
         The device is synchronised at FIT_START and FIT_END only (and per epoch for ``on_epoch_end``):
         see the module docstring and ``recipesearch/train/timing.py``."""
-        s, clock = self.state, self.clock
+        s, clock, checkpoints = self.state, self.clock, self.checkpoints
         losses = LossCheck(clock)
         self._bind_hooks()  # the hook lists as they are now (a restored checkpoint set its algorithms)
         after_dataloader, batch_start, *_, after_step, batch_end = self._step_hooks
-        rung_at = self._rung_at
+        rung_at = self.rungs.at
         # data-parallel: a step skipped on one rank only would set the ranks' weights apart (train/distributed.py)
         agree_skips = self.world > 1 and any(getattr(a, "skips_steps", False) for a in self.algorithms)
         s.model.train()
         clock.start()  # FIT_START's work (EMA's copy, patch whitening's estimate) is training
-        resuming, self._resume_position = self._resume_position, None
+        resuming, checkpoints.position = checkpoints.position, None
         if resuming is None:
             self.fire(Event.FIT_START)  # a resumed run had its FIT_START in its first segment
-        self._last_checkpoint = time.perf_counter()
-        self._asked = (s.step, self._last_checkpoint, s.step + 1)  # data-parallel: (step, time) of the last ask, next
+        checkpoints.start(s.step)
         while s.step < s.total_steps:
             if resuming is None:
                 self.fire(Event.EPOCH_START)
@@ -416,9 +305,9 @@ class Trainer:
                     self._run_hooks(batch_end, _BATCH_END)
                 losses.check(s.step, loss, last=s.step == s.total_steps)
                 if s.step in rung_at:
-                    self._report_rung(rung_at[s.step], losses)
-                if self.checkpoint_every is not None and s.step < s.total_steps and self._checkpoint_due():
-                    self._checkpoint(losses)
+                    self.rungs.report(rung_at[s.step], s, clock, losses, checkpoints.prior_seconds)
+                if checkpoints.every is not None and s.step < s.total_steps and checkpoints.due(s.step):
+                    checkpoints.write(s, self.algorithms, self.recipe.id(), self.rungs.seconds, clock, losses)
             self.fire(Event.EPOCH_END)
             if self.on_epoch_end:  # the callback reports host values (the loss, its own timestamps)
                 clock.sync()
@@ -428,90 +317,9 @@ class Trainer:
         self.fire(Event.FIT_END)
         seconds, data_seconds = clock.stop()
         losses.drain()  # CUDA: the last step's loss, read after the FIT_END sync
-        return self._prior_seconds + seconds, self._prior_data_seconds + data_seconds
-
-    def _checkpoint(self, losses: LossCheck) -> None:
-        """Pause the clock, write the checkpoint, tell ``on_checkpoint`` (class docstring)."""
-        from recipesearch.train import checkpoint
-
-        train_seconds = self._prior_seconds + self.clock.pause()
-        losses.drain()  # a diverged run fails here rather than saving a checkpoint
-        paused = time.perf_counter()
-        try:
-            problem = checkpoint.unpicklable_reason(self)
-            snapshot, path = None, None
-            if problem is None:
-                data_seconds = self._prior_data_seconds + self.clock.data_seconds_so_far()
-                snapshot = checkpoint.capture(self, train_seconds, data_seconds, self.checkpoint_seconds)
-                snapshot["checkpoints"] = self.checkpoints + 1
-            target = self.checkpoint_dir / checkpoint.FILENAME if self.checkpoint_dir is not None else None
-            if self.world > 1:  # every rank's snapshot, one file written by rank 0 (train/distributed_checkpoint.py)
-                from recipesearch.train import distributed_checkpoint
-
-                path, problem = distributed_checkpoint.save(snapshot, problem, self.state.model, target, self.rank,
-                                                            self.world, self._host_group)
-            elif problem is None:
-                try:
-                    path = checkpoint.write(snapshot, target)
-                except Exception as exc:  # noqa: BLE001 - an unpicklable object, a full disk: train on without
-                    problem = f"cannot save a checkpoint ({type(exc).__name__}: {str(exc)[:120]})"
-            if problem is not None:
-                self.checkpoint_every = None
-                self.warnings.append(f"trained without checkpoints: {problem}")
-                return
-            self.checkpoints += 1
-            if self.on_checkpoint is not None:
-                self.on_checkpoint(path, {"step": self.state.step, "train_seconds": train_seconds,
-                                          "checkpoints": self.checkpoints})
-        finally:
-            self.checkpoint_seconds += time.perf_counter() - paused
-            self._last_checkpoint = time.perf_counter()
-            self.clock.resume()
-
-    def _checkpoint_due(self) -> bool:
-        """Whether the checkpoint interval has passed on rank 0's host clock. Data-parallel: every rank asks rank 0
-        at the same steps and gets its answer, with the step to ask next (about every ``ASK_SECONDS``: a host
-        collective every step would cost about a millisecond each on gloo), so every rank pauses at one step."""
-        now = time.perf_counter()
-        due = now - self._last_checkpoint >= self.checkpoint_every  # type: ignore[operator]
-        if self.world == 1:
-            return due
-        from recipesearch.train import distributed_checkpoint
-
-        step, (last_step, last_time, ask_at) = self.state.step, self._asked
-        if step < ask_at:
-            return False
-        gap = distributed_checkpoint.ask_gap((now - last_time) / max(1, step - last_step), self.checkpoint_every)
-        due, gap = distributed_checkpoint.decide(due, gap, self._host_group)
-        self._asked = (step, now, step + gap)
-        return due
-
-    def _report_rung(self, fraction: float, losses: LossCheck) -> None:
-        """Pause the clock, evaluate on the rung split, ask ``on_rung`` whether to go on (class docstring)."""
-        s = self.state
-        train_seconds = self._prior_seconds + self.clock.pause()
-        losses.drain()  # a diverged run fails here rather than reporting a rung
-        paused = time.perf_counter()
-        split = self.data.val if self.rung_split == "val" and self.data.val is not None and len(self.data.val) \
-            else self.data.test
-        # Data-parallel: rank 0 evaluates and asks; the other ranks wait for its answer (``agree``).
-        acc, loss = evaluate(s, split.images, split.labels) if self.rank == 0 else (math.nan, math.nan)
-        self.clock.sync()
-        report = {"rung": fraction, "step": s.step, "accuracy": acc, "loss": loss, "train_seconds": train_seconds,
-                  "rung_eval_seconds": time.perf_counter() - paused}
-        try:
-            go_on = self.on_rung(report) if self.rank == 0 else True  # type: ignore[misc]
-            if self.world > 1:
-                go_on = distributed.agree(go_on, self.device)
-        finally:
-            self.rung_seconds += time.perf_counter() - paused
-        if not go_on:
-            raise TrialPruned({**report, "rung_seconds": self.rung_seconds})
-        self.clock.resume()
+        return checkpoints.prior_seconds + seconds, checkpoints.prior_data_seconds + data_seconds
 
     def fit(self) -> TrainResult:
-        from recipesearch.algorithms.interactions import interaction_warnings
-
         train_seconds, data_seconds = self.train()
         s = self.state
         if self.world > 1:  # every rank's samples; only rank 0 evaluates (its result is the trial's)
@@ -532,38 +340,10 @@ class Trainer:
             epochs=s.step / s.steps_per_epoch, steps=s.step, samples_seen=s.samples_seen,
             recipe_id=self.recipe.id(), device=str(self.device), threads=torch.get_num_threads(), workers=self.world,
             warnings=interaction_warnings([a.name for a in self.algorithms]) + self.warnings,
-            rung_seconds=self.rung_seconds, checkpoint_seconds=self.checkpoint_seconds,
-            checkpoints=self.checkpoints, resumes=self.resumes, resume_gap_seconds=self.resume_gap_seconds,
-            resumed_at_step=self.resumed_at_step,
+            rung_seconds=self.rungs.seconds, checkpoint_seconds=self.checkpoints.seconds,
+            checkpoints=self.checkpoints.written, resumes=self.checkpoints.resumes,
+            resume_gap_seconds=self.checkpoints.resume_gap_seconds, resumed_at_step=self.checkpoints.resumed_at_step,
         )
-
-
-def check_torchvision_input(model: nn.Module, recipe: Recipe, data: DataBundle, algorithms: list[Algorithm]) -> None:
-    """A ``tv/`` model runs once on a 2-image batch of the data's shape, and of the smallest one that ColOut and
-    progressive resizing shrink the batches to, before anything is timed: one that cannot take them (vit_b_32 or
-    inception_v3 on 16 px images) is a one-line ConfigError naming the size it needs, not a crash at the first
-    step (``models.tv.check_forward``: on the CPU, no gradients, once per process and shape)."""
-    from recipesearch.algorithms.colout import ColOut
-    from recipesearch.algorithms.progressive_resizing import ProgressiveResizing, scaled_size
-    from recipesearch.models.tv import check_forward
-
-    args = (model, recipe.model.name[len(TV_PREFIX):], data.num_classes, data.channels, data.image_size,
-            recipe.model.kwargs)
-    check_forward(*args)
-    height = width = data.image_size
-    shrinking = []
-    for algorithm in algorithms:  # in their run order: ColOut (35) before progressive resizing (40)
-        p = algorithm.params
-        if isinstance(algorithm, ColOut):
-            height, width = max(1, math.ceil((1 - p.p_row) * height)), max(1, math.ceil((1 - p.p_col) * width))
-        elif isinstance(algorithm, ProgressiveResizing):
-            scale = p.initial_scale  # the smallest: the schedule grows from it to 1
-            height, width = scaled_size(height, scale, p.size_increment), scaled_size(width, scale, p.size_increment)
-        else:
-            continue
-        shrinking.append(algorithm.name)
-    if (height, width) != (data.image_size, data.image_size):
-        check_forward(*args, shape=(height, width), field=f"algorithms.{shrinking[-1]}", cause=" and ".join(shrinking))
 
 
 def fit(recipe: Recipe, data: DataBundle | None = None, **kwargs: Any) -> TrainResult:

@@ -17,9 +17,9 @@ from recipesearch.algorithms import Algorithm
 from recipesearch.algorithms.channels_last import apply_channels_last
 from recipesearch.data import DataBundle, load_data
 from recipesearch.data.spec import DataSpec
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.train.loop import Trainer
-from recipesearch.train.state import State
 
 NHWC = torch.channels_last
 

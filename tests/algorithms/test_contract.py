@@ -20,8 +20,8 @@ import recipesearch.algorithms as algorithms_package
 from recipesearch.algorithms import Algorithm, get_algorithm, list_algorithms
 from recipesearch.algorithms.interactions import INTERACTIONS
 from recipesearch.errors import ConfigError
+from recipesearch.hooks.events import Event
 from recipesearch.recipe import Recipe
-from recipesearch.train.events import Event
 from recipesearch.train.loop import Trainer, TrainResult
 
 ALGORITHMS = list_algorithms()

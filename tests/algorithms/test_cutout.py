@@ -10,7 +10,7 @@ import torch
 from recipesearch.algorithms import get_algorithm
 from recipesearch.algorithms.cutout import cutout_batch
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 from recipesearch.train.loop import fit
 
 

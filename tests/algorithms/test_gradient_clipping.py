@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from recipesearch.algorithms.gradient_clipping import clip_gradients, unit_norms, unscale_once
+from recipesearch.hooks.state import State
 from recipesearch.train.loop import fit
-from recipesearch.train.state import State
 
 
 def _params_with_grads(scale: float = 10.0) -> list[nn.Parameter]:

@@ -9,9 +9,9 @@ import torch.nn.functional as F
 from recipesearch.algorithms import Algorithm, get_algorithm
 from recipesearch.algorithms.label_smoothing import as_distribution, smooth_labels
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.train.loop import Trainer, soft_cross_entropy
-from recipesearch.train.state import State
 
 K = 5
 

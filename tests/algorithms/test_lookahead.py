@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from recipesearch.algorithms.lookahead import Lookahead, lookahead_sync, synced_tensors
+from recipesearch.hooks.events import Event
 from recipesearch.recipe import load_recipe
-from recipesearch.train.events import Event
 from recipesearch.train.loop import Trainer, fit
 
 DIGITS = Path(__file__).parents[2] / "recipes" / "digits_baseline.yaml"

@@ -25,7 +25,7 @@ from recipesearch.algorithms._augment_ops import (
 )
 from recipesearch.algorithms.randaugment import randaugment_batch
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 from recipesearch.train.loop import fit
 
 MEAN, STD = (0.49, 0.48, 0.45), (0.25, 0.24, 0.26)

@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from recipesearch.algorithms.sam import SAM, sam_perturb, sam_restore
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.train.loop import fit
-from recipesearch.train.state import State
 
 
 class Quadratic(nn.Module):

@@ -14,7 +14,7 @@ from recipesearch.algorithms import get_algorithm
 from recipesearch.algorithms.bce_loss import per_sample_bce
 from recipesearch.algorithms.selective_backprop import select_using_loss
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 from recipesearch.train.loop import Trainer, fit
 
 

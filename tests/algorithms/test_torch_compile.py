@@ -7,8 +7,8 @@ from torch import nn
 from recipesearch.algorithms import torch_compile as tc
 from recipesearch.algorithms.torch_compile import TorchCompile, apply_torch_compile, compile_problem
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 
 
 def _state(model: nn.Module) -> State:

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from recipesearch.algorithms.translate import random_translate
 from recipesearch.data import BatchLoader, DataSpec, load_data
 from recipesearch.errors import ConfigError
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 from recipesearch.train.loop import Trainer
 
 

@@ -11,7 +11,7 @@ import torch
 from recipesearch.algorithms import get_algorithm
 from recipesearch.algorithms._augment_ops import RANDAUGMENT_SPACE, WIDE_SPACE, OpSpace, from_unit
 from recipesearch.algorithms.trivialaugment import trivialaugment_batch
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 from recipesearch.train.loop import fit
 
 MEAN, STD = (0.49, 0.48, 0.45), (0.25, 0.24, 0.26)

@@ -16,7 +16,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from recipesearch.algorithms import Algorithm
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 
 
 class Params(BaseModel):

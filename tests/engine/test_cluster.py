@@ -22,7 +22,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from recipesearch.algorithms import Algorithm
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 
 
 def tiny_net(num_classes, in_channels, image_size, width=8):

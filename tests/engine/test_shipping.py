@@ -136,7 +136,7 @@ BROKEN_METHOD = """
 import time
 import torch
 from recipesearch.algorithms import Algorithm
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 
 class Shaky(Algorithm):
     name, description, citation = "shaky", "clock noise", "-"

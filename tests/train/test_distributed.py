@@ -18,8 +18,8 @@ import torch.multiprocessing as mp
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.data import BatchLoader
 from recipesearch.errors import ConfigError
+from recipesearch.hooks.events import Event
 from recipesearch.train import distributed
-from recipesearch.train.events import Event
 from recipesearch.train.loop import Trainer, TrialPruned, fit
 
 HOST = "127.0.0.2"

@@ -8,10 +8,10 @@ import torch
 
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.errors import DivergenceError
+from recipesearch.hooks.events import Event
+from recipesearch.hooks.state import State
 from recipesearch.train import loop
-from recipesearch.train.events import Event
 from recipesearch.train.loop import Trainer, fit
-from recipesearch.train.state import State
 
 
 class Recorder(Algorithm):

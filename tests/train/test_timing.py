@@ -17,7 +17,7 @@ import torch
 
 from recipesearch.algorithms.base import Algorithm
 from recipesearch.errors import DivergenceError
-from recipesearch.train.events import Event
+from recipesearch.hooks.events import Event
 from recipesearch.train.loop import Trainer
 from recipesearch.train.timing import ASYNC_CHECK_EVERY, DeviceClock
 

@@ -12,8 +12,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from recipesearch.algorithms import Algorithm
-from recipesearch.train.events import Event
-from recipesearch.train.state import State
+from recipesearch.hooks import Event, State
 
 
 def erasing_mask(batch_size: int, height: int, width: int, probability: float, min_area: float, max_area: float,
