@@ -30,6 +30,14 @@ def load_1m() -> float:
         return math.nan
 
 
+def cpu_share(cpu_seconds: float | None, train_seconds: float, threads: int) -> float:
+    """CPU seconds / (train_seconds x threads); NaN where either is unknown."""
+    denominator = float(train_seconds) * max(1, int(threads or 1))
+    if cpu_seconds is None or not math.isfinite(cpu_seconds) or not denominator > 0:
+        return math.nan
+    return float(cpu_seconds) / denominator
+
+
 class CpuMeter:
     """Process CPU seconds accumulated between ``start``/``resume`` and ``pause`` (the trainer clock's)."""
 
@@ -50,8 +58,7 @@ class CpuMeter:
 
     def share(self, train_seconds: float, threads: int) -> float:
         """CPU seconds / (train_seconds x threads); NaN when there is nothing to divide by."""
-        denominator = float(train_seconds) * max(1, int(threads))
-        return self.seconds / denominator if denominator > 0 else math.nan
+        return cpu_share(self.seconds, train_seconds, threads)
 
 
 def _compute_pids(device_index: int) -> set[int] | None:

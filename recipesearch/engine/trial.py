@@ -35,6 +35,7 @@ from recipesearch.engine import faults
 from recipesearch.engine.shipping import install as install_user_code
 from recipesearch.env_info import hardware_class
 from recipesearch.errors import DivergenceError, UserError, one_line
+from recipesearch.machine_load import GpuWatch, load_1m
 from recipesearch.recipe import recipe_from_dict
 from recipesearch.train.loop import TrialPruned, fit
 
@@ -126,9 +127,13 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
             return go_on
 
         trainer_rungs = {"rungs": rungs, "rung_split": config.get("rung_split", "val"), "on_rung": report_rung}
+    load = {"load_start": load_1m()}  # how busy the machine was (machine_load.py): trials.csv's columns
+    watch: GpuWatch | None = None
     try:
         install_user_code(config.get("plugins"))  # the user's modules and registered entries (engine/shipping.py)
         recipe = recipe_from_dict(config["recipe"], source=f"trial {config.get('number')}")
+        if str(recipe.device).startswith("cuda") and torch.cuda.is_available():
+            watch = GpuWatch(torch.cuda.current_device()).start()
         with _process_group(config.get("rendezvous")):  # a rank of a multi-worker trial (engine/ranks.py)
             result = fit(recipe, **trainer_rungs, **(checkpoints or {}))
     except TrialPruned as stop:
@@ -136,6 +141,9 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
     except Exception as exc:  # noqa: BLE001 - every failure is a result here, the search goes on
         return _failure(describe_error(exc))
     finally:
+        load["load_end"] = load_1m()
+        if watch is not None:
+            load["gpu_shared"] = watch.stop()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()  # a failed or finished trial must not keep memory from the next
     metrics = {m: getattr(result, m) for m in METRICS}
@@ -149,7 +157,8 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
             "checkpoints": result.checkpoints, "resumes": result.resumes,
             "resume_gap_seconds": result.resume_gap_seconds, "resumed_at_step": result.resumed_at_step,
             "hardware": hardware_class(str(result.device)), "workers": result.workers,
-            "threads": result.threads, "warnings": "; ".join(result.warnings)}
+            "threads": result.threads, "warnings": "; ".join(result.warnings), **load,
+            "cpu_share": result.cpu_share}
 
 
 def _process_group(rendezvous: dict[str, Any] | None) -> contextlib.AbstractContextManager:

@@ -343,6 +343,7 @@ class Trainer:
             rung_seconds=self.rungs.seconds, checkpoint_seconds=self.checkpoints.seconds,
             checkpoints=self.checkpoints.written, resumes=self.checkpoints.resumes,
             resume_gap_seconds=self.checkpoints.resume_gap_seconds, resumed_at_step=self.checkpoints.resumed_at_step,
+            cpu_share=self.clock.cpu_share(torch.get_num_threads()),
         )
 
 

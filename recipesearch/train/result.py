@@ -35,6 +35,9 @@ class TrainResult:
     threads: int = 1
     workers: int = 1  # data-parallel ranks (train/distributed.py); train_seconds and accuracy are rank 0's
     warnings: list[str] = field(default_factory=list)
+    # the process's CPU seconds / (train_seconds x threads) of the last segment (machine_load.py): ~1 when the
+    # run had its cores, lower when another process took turns on them
+    cpu_share: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -54,6 +54,7 @@ from typing import Any
 import torch
 
 from recipesearch.errors import DivergenceError
+from recipesearch.machine_load import CpuMeter, cpu_share
 
 # Steps between loss checks where reading the loss is asynchronous (CUDA); on CPU every step.
 ASYNC_CHECK_EVERY = 50
@@ -86,6 +87,9 @@ class DeviceClock:
         self._start = 0.0
         self._paused_at = 0.0
         self.data_seconds = 0.0
+        # the process's CPU seconds over exactly the spans counted (machine_load.py: a busy machine's mark)
+        self.cpu = CpuMeter()
+        self.segment_seconds = 0.0  # this segment's counted seconds, set by ``stop`` (a resumed run's last part)
 
     @classmethod
     def for_device(cls, device: torch.device) -> DeviceClock:
@@ -114,6 +118,7 @@ class DeviceClock:
         self._pending.clear()
         self.data_seconds = 0.0
         self._start = time.perf_counter()
+        self.cpu.start()
 
     def data_begin(self) -> None:
         """Just before the batch is fetched."""
@@ -140,6 +145,7 @@ class DeviceClock:
         """Stop counting (a rung's evaluation is not training): synchronise; return the seconds so far."""
         self.sync()
         self._paused_at = time.perf_counter()
+        self.cpu.pause()
         return self._paused_at - self._start
 
     def data_seconds_so_far(self) -> float:
@@ -150,13 +156,20 @@ class DeviceClock:
     def resume(self) -> None:
         """Count again from here: the paused span is left out of the total."""
         self._start += time.perf_counter() - self._paused_at
+        self.cpu.resume()
 
     def stop(self) -> tuple[float, float]:
         """FIT_END: synchronise once; return (seconds since ``start``, data-wait seconds)."""
         self.sync()
         seconds = time.perf_counter() - self._start
+        self.cpu.pause()
+        self.segment_seconds = seconds
         self._collect(complete=True)
         return seconds, self.data_seconds
+
+    def cpu_share(self, threads: int) -> float:
+        """This segment's CPU seconds / (its counted seconds x threads): about 1 when the run had its cores."""
+        return cpu_share(self.cpu.seconds, self.segment_seconds, threads)
 
     def _collect(self, complete: bool = False) -> None:
         """Add up the data spans whose events the device has passed (all of them after a sync)."""

@@ -200,3 +200,12 @@ def test_real_gpu_fit_has_no_sync_between_fit_start_and_fit_end(tiny_recipe):
         torch.cuda.set_sync_debug_mode("default")
     assert result.steps == 88 and result.accuracy > 0.5
     assert 0 <= result.data_wait_fraction < 1
+
+
+def test_a_fit_records_its_cpu_share(tiny_recipe):
+    """The process's CPU seconds over the counted spans / (train_seconds x threads): finite and positive (how
+    close to 1 depends on what else the machine runs, so no bound is asserted on it)."""
+    from recipesearch.train.loop import fit
+
+    result = fit(tiny_recipe(max_duration=1))
+    assert math.isfinite(result.cpu_share) and result.cpu_share > 0
