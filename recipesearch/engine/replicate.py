@@ -72,24 +72,28 @@ class Source:
     arm_numbers: dict[str, int]  # arm -> the trial whose recipe it is
 
 
-def _load_space(run: RunDir, meta: dict[str, Any]) -> SearchSpace:
-    """RUN_DIR/space.yaml; where its relative paths (a base recipe file) do not resolve from the run directory,
-    the space file the search was started with (run.json ``space_path``) when it is the same space (hash)."""
-    from recipesearch.space import load_space
+def _load_space(run: RunDir, meta: dict[str, Any], base_recipe: dict[str, Any] | None) -> SearchSpace:
+    """RUN_DIR/space.yaml. Where it does not load here because its base recipe file is not where it was (a run
+    directory copied elsewhere: ``base: ../recipes/x.yaml``), the same space with the baseline's own recipe
+    (trials.csv ``recipe_json``) in place of that file: the runs train the search's recipes as recorded, and what
+    the space adds (objectives, seed, resources, threads) does not depend on where the file was."""
+    import yaml
+
+    from recipesearch.space import load_space, loads_space
 
     try:
         return load_space(run.space_yaml)
     except (UserError, OSError) as first:
-        original = Path(str(meta.get("space_path") or ""))
-        if original.is_file():
-            try:
-                space = load_space(original)
-            except (UserError, OSError):
-                space = None
-            if space is not None and space.hash == meta.get("space_hash"):
-                return space
-        raise UserError(f"{run.space_yaml}: the search's space does not load here ({first}); replicate where the "
-                        "search's files are") from None
+        problem = first
+    try:
+        data = yaml.safe_load(run.read_space_text(strict=True))
+        if isinstance(data, dict) and base_recipe is not None and not isinstance(data.get("base"), dict):
+            base = {k: v for k, v in base_recipe.items() if k not in ("budget", "seed")}
+            data["base"] = base
+            return loads_space(yaml.safe_dump(data, sort_keys=False), source=str(run.space_yaml), base_dir=run.root)
+    except (UserError, OSError, yaml.YAMLError):
+        pass
+    raise UserError(f"{run.space_yaml}: the search's space does not load here ({problem})") from None
 
 
 def read_source(run_dir: str | Path) -> Source:
@@ -108,7 +112,6 @@ def read_source(run_dir: str | Path) -> Source:
     if driver_alive(run):
         raise UserError(f"RUN_DIR: the search in {run.root} is still running; replicate it once it has finished")
     files = load_run(run.root)
-    space = _load_space(run, files.run_meta)
     f = frontier(files.trials, Objectives.from_run_meta(files.run_meta))
     recipes: dict[str, dict[str, Any]] = {}
     numbers: dict[str, int] = {}
@@ -120,6 +123,7 @@ def read_source(run_dir: str | Path) -> Source:
         except (TypeError, ValueError):
             continue  # a row without its recipe: claims on it are refused below
         numbers[str(key)] = int(first["number"])
+    space = _load_space(run, files.run_meta, recipes.get(BASELINE_KEY))
     if BASELINE_KEY != BASELINE_ARM:  # one name for the baseline arm in both modules
         raise AssertionError("analysis.replication.BASELINE_ARM must equal analysis.frontier.BASELINE_KEY")
     return Source(run, files.run_meta, files.trials, space, f, recipes, numbers)
