@@ -55,6 +55,12 @@ def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(t
     assert 0 < c["share_of_train_seconds"] < 1
     assert result.frontier.metric == "val_accuracy" and result.frontier.confirmed_front
     assert result.headline.verdict  # confirmed, or says why not
+    # the paired baseline: the baseline re-run beside the candidates, at both budgets x 2 seeds; speedups use it
+    paired = csv[(csv["stage"] == "confirm") & csv["is_baseline"]]
+    assert sorted(zip(paired["budget"], paired["seed"] - paired["seed"].min(), strict=True)) == \
+        [(0.5, 0), (0.5, 1), (1.0, 0), (1.0, 1)]
+    assert result.frontier.paired and set(result.frontier.baseline["stage"]) == {"confirm"}
+    assert {"cpu_share", "load_start", "load_end"} <= set(csv.columns) and csv["cpu_share"].notna().any()
 
 
 def test_force_never_deletes_another_run_directorys_study(tmp_path, write_space):

@@ -157,3 +157,14 @@ def test_the_python_api_checks_its_arguments(tmp_path):
     with pytest.raises(UserError, match="--claims"):
         recipesearch.replicate(run, claims="best")
     assert not (run / "replication").exists()
+
+
+@pytest.mark.ray
+def test_a_replication_runs_on_ray_like_a_search(tmp_path, ray_env):
+    run = finished_search(tmp_path / "run")
+    replicate(run, ReplicateOptions(seeds=1, claims="headline", quiet=True, report=False))
+    out = run / "replication"
+    trials = pd.read_csv(out / "trials.csv")
+    assert len(trials) == 7 and (trials["state"] == "COMPLETE").all() and set(trials["stage"]) == {"replicate"}
+    assert trials["cpu_share"].notna().all() and trials["load_start"].notna().all()
+    assert (out / "ray").is_dir() and len(pd.read_csv(out / "replication.csv")) == 1

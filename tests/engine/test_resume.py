@@ -154,8 +154,12 @@ def test_kill_9_during_confirmation_then_resume(tmp_path, write_space, ray_env, 
     assert len(runs) == len(set(runs))  # nothing ran twice
     assert st.count_finished(finished, ["baseline", "search"]) == 8
     confirm = [t for t in finished if st.stage_of(t) == "confirm"]
+    # the paired baseline, on Ray too: the baseline again at every budget x the confirmation's 3 seeds, once each
+    paired = [t for t in confirm if t.user_attrs["is_baseline"]]
+    assert sorted((t.params["budget"], st.seed_index(t)) for t in paired) == \
+        sorted((b, s) for b in (0.5, 1.0) for s in range(3))
     # every confirmed proposal has all budgets x 3 seeds, the proposal's own run included
-    for number in {t.user_attrs["of_trial"] for t in confirm}:
+    for number in {t.user_attrs["of_trial"] for t in confirm if not t.user_attrs["is_baseline"]}:
         mine = [t for t in confirm if t.user_attrs["of_trial"] == number] + [trials[number]]
         assert sorted((t.params["budget"], st.seed_index(t)) for t in mine) == \
             sorted((b, s) for b in (0.5, 1.0) for s in range(3))
