@@ -70,7 +70,7 @@ def render_graph(parts: dict[str, set[str]]) -> list[str]:
     lines.append("```")
     cycles = find_cycles(parts)
     if cycles:
-        lines += ["", "Parts that depend on each other, through modules that form no cycle:", ""]
+        lines += ["", "Parts that depend on each other (their modules must not: `tests/test_import_graph.py`):", ""]
         lines += [f"- {', '.join(c)}" for c in cycles]
     return lines
 
@@ -103,9 +103,9 @@ def generated_block() -> str:
         "### Import graph between the package's parts",
         "",
         "A part is a subpackage (`engine/`) or a top-level module (`plugins.py`). `A -> B`: a module of A imports",
-        "one of B, at module level, inside a function or under `TYPE_CHECKING` (`tools/import_graph.py`, the",
-        "reader `tests/test_import_graph.py` checks for cycles between modules). Parts with the fewest",
-        "dependencies come first.",
+        "one of B, at module level, inside a function or under `TYPE_CHECKING`, as `tools/import_graph.py` reads",
+        "them (the same reader `tests/test_import_graph.py` forbids cycles between modules with). Parts with the",
+        "fewest dependencies come first.",
         "",
         *render_graph(part_graph(import_graph())),
         "",

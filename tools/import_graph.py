@@ -26,6 +26,7 @@ def _module_name(path: Path) -> str:
 
 
 def package_modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (``recipesearch.engine`` for its ``__init__.py``), and its file."""
     return {_module_name(p): p for p in sorted(PACKAGE_DIR.rglob("*.py"))}
 
 
