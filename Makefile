@@ -35,7 +35,7 @@ demo: setup
 	@echo "report: runs/demo-$(RUN_ID)/index.html"
 
 test: setup
-	$(PY) -m ruff check recipesearch bench tests examples
+	$(PY) -m ruff check recipesearch bench tests examples tools
 	$(PY) -m pytest -q -n 2 --durations=20
 
 # The benchmarks' own extra (Syne Tune, the MO-ASHA peer of §4): only here, never for demo or test.

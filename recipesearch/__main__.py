@@ -1,3 +1,4 @@
+"""``python -m recipesearch``: the ``recipesearch`` command line (``cli.py``)."""
 import sys
 
 from recipesearch.cli import main

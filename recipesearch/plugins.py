@@ -11,8 +11,10 @@ The module is found next to the space or recipe file, in the working directory, 
 (``add_search_dir``). Entries registered with ``register_model`` / ``register_dataset`` /
 ``register_algorithm`` from the user's own code (``__main__`` or a module of theirs) are user code too.
 
-A search sends both kinds to its trials (``shipping.py``): this module only resolves, lists and describes
-them (``provenance``: import name, file hash, package version), and has no Ray import.
+A search sends both kinds to its trials (``shipping.py``): this module only resolves and describes them
+(``provenance``: import name, file hash, package version), and has no Ray import. The registries resolve
+import paths through it, so it imports none of them: what the user registered in them, and what a module of
+theirs offers, is ``user_entries.py``, above both.
 """
 from __future__ import annotations
 
@@ -151,43 +153,9 @@ def is_user_object(obj: Any) -> bool:
     return not (module == _OWN_PACKAGE or module.startswith(_OWN_PACKAGE + "."))
 
 
-def registered_user_entries() -> dict[str, dict[str, Any]]:
-    """Entries registered by user code in this process: ``{"model"|"dataset"|"algorithm": {name: object}}``."""
-    from recipesearch.algorithms.registry import registered_algorithms
-    from recipesearch.data.registry import registered_loaders
-    from recipesearch.models.registry import registered_models
-
-    out: dict[str, dict[str, Any]] = {
-        "model": {n: info for n, info in registered_models().items() if is_user_object(info.fn)},
-        "dataset": {n: fn for n, fn in registered_loaders().items() if is_user_object(fn)},
-        "algorithm": {n: cls for n, cls in registered_algorithms().items() if is_user_object(cls)},
-    }
-    return {kind: entries for kind, entries in out.items() if entries}
-
-
-def user_modules(named: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """Modules of user code in use: ``named`` (those a space's import paths name), the ``plugins`` of this
-    process, and those holding a user's registered entries; ``__main__`` left out (not importable elsewhere:
-    its entries travel by value), and so are the standard library's and recipesearch's."""
-    modules = dict.fromkeys(named)
-    modules.update(_PLUGINS)
-    for entries in registered_user_entries().values():
-        for obj in entries.values():
-            fn = getattr(obj, "fn", obj)
-            module = getattr(fn, "__module__", None)
-            if module and module != "__main__" and is_user_object(fn):
-                modules.setdefault(module, None)
-    return [m for m in modules if not _is_stdlib(m) and is_user_object(_Named(m))]
-
-
-class _Named:
-    def __init__(self, module: str):
-        self.__module__ = module
-
-
-def _is_stdlib(module: str) -> bool:
-    top = module.split(".")[0]
-    return top in sys.stdlib_module_names or top in sys.builtin_module_names
+def plugin_modules() -> list[str]:
+    """The modules ``import_plugins`` imported in this process, in the order first named."""
+    return list(_PLUGINS)
 
 
 def import_plugins(modules: list[str] | tuple[str, ...], field: str = "plugins") -> list[str]:
@@ -250,10 +218,11 @@ def package_version(module: str) -> str | None:
     return None
 
 
-def provenance(modules: list[str] | None = None) -> list[dict[str, Any]]:
-    """Per user module: import name, file, source hash, package version (installed ones only)."""
+def provenance(modules: list[str]) -> list[dict[str, Any]]:
+    """Per user module (``user_entries.user_modules`` finds those in use): import name, file, source hash,
+    package version (installed ones only)."""
     rows = []
-    for module in user_modules() if modules is None else modules:
+    for module in modules:
         file = module_file(module)
         rows.append({"module": module, "file": str(file) if file else None, "sha256": module_hash(module),
                      "version": package_version(module) if is_installed(module) else None})
@@ -284,41 +253,6 @@ def changed_warning(recorded: list[dict[str, Any]] | None, what: str) -> str | N
         return None
     names = ", ".join(changed)
     return f"warning: user module(s) {names} changed since {what}: results may differ"
-
-
-# ---- listing a user module's entries (``recipesearch models|datasets|algorithms --module``) ----------------
-
-KINDS = ("model", "dataset", "algorithm")
-
-
-def module_entries(module: str, kind: str) -> list[str]:
-    """What ``module`` offers as ``kind``, as a recipe names it: the names its ``register_*`` calls added, then
-    the import paths of what it defines that fits (a factory taking the data's three arguments; an
-    ``Algorithm`` subclass; for datasets, any public function: nothing else tells a loader apart)."""
-    from torch import nn
-
-    from recipesearch.algorithms.base import Algorithm
-
-    before = set(registered_user_entries().get(kind, {}))
-    mod = import_user_module(module, "--module")
-    after = registered_user_entries().get(kind, {})
-    defined_here = {n for n, obj in after.items() if getattr(getattr(obj, "fn", obj), "__module__", None) == module}
-    registered = sorted(set(after) - before | defined_here)
-    found = []
-    for attr, obj in vars(mod).items():
-        if attr.startswith("_") or getattr(obj, "__module__", None) != module:
-            continue  # imported names are not this module's entries
-        if kind == "algorithm":
-            fits = isinstance(obj, type) and issubclass(obj, Algorithm) and not inspect.isabstract(obj)
-        elif kind == "model":
-            options, var_kw = accepted_options(obj)
-            fits = callable(obj) and (not isinstance(obj, type) or issubclass(obj, nn.Module)) and (
-                var_kw or all(a in options for a in ("num_classes", "in_channels", "image_size")))
-        else:  # a loader is a function the tool can call with its options alone (helpers need arguments)
-            fits = inspect.isfunction(obj) and not missing_required(obj, {}, ("spec", "root"))
-        if fits:
-            found.append(f"{module}{SEP}{attr}")
-    return [*registered, *sorted(found)]
 
 
 # ---- provenance in files: exported recipes, and the folders that hold the code again -----------------------

@@ -19,7 +19,6 @@ def test_resolve_returns_the_attribute(user_module):
     name = user_module("VALUE = 41\nclass Box:\n    inner = 'x'\n")
     assert plugins.resolve(f"{name}:VALUE", "model.name") == 41
     assert plugins.resolve(f"{name}:Box.inner", "model.name") == "x"
-    assert plugins.user_modules([name, "os.path", "recipesearch.models"]) == [name]  # not the stdlib's, not ours
 
 
 @pytest.mark.parametrize(("path", "words"), [
@@ -78,27 +77,3 @@ def test_provenance_lines_read_back_and_name_their_folder(tmp_path):
     text = "".join(f"# {line}\n" for line in ["header", *plugins.provenance_lines(rows)]) + "model: {name: x}\n"
     assert plugins.parse_provenance(text) == rows
     assert plugins.user_code_dirs(rows) == [str(tmp_path / "proj")]  # installed ones import as they are
-
-
-def test_module_entries_lists_what_a_module_offers(user_module):
-    name = user_module('''
-        from pydantic import BaseModel
-        from torch import nn
-        from recipesearch.algorithms import Algorithm
-        from recipesearch.hooks.events import Event
-
-        def net(num_classes, in_channels, image_size, width=4):
-            return nn.Linear(1, 1)
-
-        def load(fraction=1.0):
-            return None
-
-        class Trick(Algorithm):
-            name, description, citation = "trick", "d", "c"
-            events = frozenset({Event.AFTER_DATALOADER})
-            def apply(self, event, state):
-                pass
-        ''')
-    assert plugins.module_entries(name, "model") == [f"{name}:net"]
-    assert plugins.module_entries(name, "algorithm") == [f"{name}:Trick"]
-    assert f"{name}:load" in plugins.module_entries(name, "dataset")

@@ -14,9 +14,9 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from recipesearch.algorithms import get_algorithm, list_algorithms
-    from recipesearch.plugins import module_entries
     from recipesearch.recipe import OptimizerSpec
     from recipesearch.train.optim import OPTIMIZERS
+    from recipesearch.user_entries import module_entries
 
     rows = []
     user = [entry for module in args.modules for entry in module_entries(module, "algorithm")]

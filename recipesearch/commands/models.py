@@ -11,8 +11,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def print_user_entries(modules: list[str], kind: str) -> None:
-    """Each module's entries of ``kind`` (``plugins.module_entries``), one a line."""
-    from recipesearch.plugins import module_entries
+    """Each module's entries of ``kind`` (``user_entries.module_entries``), one a line."""
+    from recipesearch.user_entries import module_entries
 
     for module in modules:
         for entry in module_entries(module, kind):

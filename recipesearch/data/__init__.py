@@ -5,7 +5,8 @@ Importing the package registers the built-in datasets: digits, fashion_mnist, ci
 """
 from __future__ import annotations
 
-from recipesearch.data.registry import RawDataset, get_dataset, list_datasets, register_dataset
+from recipesearch.data.raw import RawDataset
+from recipesearch.data.registry import get_dataset, list_datasets, register_dataset
 
 # built-in datasets register themselves on import
 from recipesearch.data import cifar10, digits, fashion_mnist, imagefolder  # noqa: F401,E402  isort: skip

@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from recipesearch.data.decode_cache import ENV_CACHE
-from recipesearch.data.registry import ENV_DATA, RawDataset, get_dataset, get_streaming
+from recipesearch.data.raw import RawDataset
+from recipesearch.data.registry import ENV_DATA, get_dataset, get_streaming
 from recipesearch.data.residency import keep_in_memory
 from recipesearch.data.source import ImageSource, is_source, strided_sample, take
 from recipesearch.data.spec import DataSpec

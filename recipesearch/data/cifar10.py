@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from recipesearch.data.registry import RawDataset, as_labels, candidate_dirs, register_dataset, spec_root
+from recipesearch.data.raw import RawDataset, as_labels
+from recipesearch.data.registry import candidate_dirs, register_dataset, spec_root
 from recipesearch.data.spec import DataSpec
 from recipesearch.errors import DataNotFoundError, UserError
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from recipesearch.data.registry import RawDataset, register_dataset
+from recipesearch.data.raw import RawDataset
+from recipesearch.data.registry import register_dataset
 from recipesearch.data.spec import DataSpec
 from recipesearch.data.split import fraction_count, stratified_mask
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recipesearch.data.registry import RawDataset, candidate_dirs, register_dataset, spec_root
+from recipesearch.data.raw import RawDataset
+from recipesearch.data.registry import candidate_dirs, register_dataset, spec_root
 from recipesearch.data.spec import DataSpec
 from recipesearch.errors import DataNotFoundError, UserError
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from recipesearch.data.decode_cache import cache_key, cache_root, cached_sources, fingerprint
-from recipesearch.data.registry import RawDataset, as_labels, register_dataset, register_streaming, spec_root
+from recipesearch.data.raw import RawDataset, as_labels
+from recipesearch.data.registry import register_dataset, register_streaming, spec_root
 from recipesearch.data.source import MODES, FileSource, MemmapSource
 from recipesearch.data.spec import DataSpec
 from recipesearch.data.stream import materialize, read_all

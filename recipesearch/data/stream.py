@@ -22,7 +22,7 @@ from recipesearch.data.source import ImageSource, MemmapSource
 from recipesearch.errors import UserError
 
 if TYPE_CHECKING:
-    from recipesearch.data.registry import RawDataset
+    from recipesearch.data.raw import RawDataset
 
 READ_AHEAD = 2  # batches in flight per worker (DataLoader's prefetch_factor)
 

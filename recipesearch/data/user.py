@@ -3,7 +3,7 @@
 The callable at the path is called with the ``data`` section's other keys as keyword options (checked
 against its signature; a parameter named ``spec`` also gets the ``DataSpec``). It returns either
 
-- a ``RawDataset`` (the built-in loaders' contract, ``data/registry.py``), or
+- a ``RawDataset`` (the built-in loaders' contract, ``data/raw.py``), or
 - the splits as ``torch.utils.data.Dataset`` objects: ``{"train": ds, "test": ds}`` or ``(train, test)``,
   whose items are ``(image, label)`` pairs.
 
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from recipesearch.data.registry import RawDataset, as_labels
+from recipesearch.data.raw import RawDataset, as_labels
 from recipesearch.data.source import ImageSource
 from recipesearch.data.stream import read_all
 from recipesearch.errors import ConfigError

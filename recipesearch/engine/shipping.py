@@ -21,6 +21,7 @@ from typing import Any
 
 from recipesearch import plugins
 from recipesearch.errors import UserError
+from recipesearch.user_entries import registered_user_entries, user_modules
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def collect(named: list[str] | tuple[str, ...] = ()) -> Shipment:
     registered entries; a registered entry that cannot be pickled is one line naming it."""
     import cloudpickle
 
-    entries = plugins.registered_user_entries()
+    entries = registered_user_entries()
     try:
         registered = cloudpickle.dumps(entries) if entries else None
     except Exception:  # noqa: BLE001 - whatever pickling raises: find the entry that cannot travel, and name it
@@ -61,7 +62,7 @@ def collect(named: list[str] | tuple[str, ...] = ()) -> Shipment:
                                     f"workers ({type(exc).__name__}: {exc}); define it in a module beside the space "
                                     "file and name it by import path") from None
         raise
-    modules = tuple(plugins.user_modules(named))
+    modules = tuple(user_modules(named))
     roots: list[str] = []
     for module in modules:
         root = plugins.module_root(module)

@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset
 
-from recipesearch.data.registry import RawDataset
+from recipesearch.data.raw import RawDataset
 
 
 class Squares(Dataset):
