@@ -15,7 +15,6 @@ from torch import nn
 
 if TYPE_CHECKING:
     from recipesearch.data import BatchLoader, DataBundle
-    from recipesearch.recipe import Recipe
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -29,7 +28,9 @@ class Schedule(Protocol):
 
 @dataclass
 class State:
-    recipe: Recipe
+    # the run's ``recipesearch.recipe.Recipe``; not imported here: the recipe module validates algorithm names
+    # against the registry, which imports this contract (a cycle)
+    recipe: Any
     model: nn.Module
     data: DataBundle
     device: torch.device
