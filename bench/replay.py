@@ -144,7 +144,8 @@ def run_study(
 
     from recipesearch.engine import study as st
     from recipesearch.engine.executors import InProcess
-    from recipesearch.engine.loop import Proposal, SearchLoop
+    from recipesearch.engine.loop import SearchLoop
+    from recipesearch.engine.proposal import Proposal
     from recipesearch.engine.samplers import make_sampler
     from recipesearch.engine.storage import open_study
 

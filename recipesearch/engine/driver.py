@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from recipesearch.engine import interrupts, shipping, user_code
 from recipesearch.engine import study as st
-from recipesearch.engine.loop import Proposal, SearchLoop
+from recipesearch.engine.loop import SearchLoop
+from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import make_sampler
 from recipesearch.engine.search_options import SearchOptions, checked_options
 from recipesearch.engine.storage import lock_study, make_storage, open_study

@@ -12,7 +12,8 @@ from functools import partial
 from typing import Any
 
 from recipesearch.engine.checkpoints import CheckpointStore
-from recipesearch.engine.loop import Proposal, SearchLoop
+from recipesearch.engine.loop import SearchLoop
+from recipesearch.engine.proposal import Proposal
 
 
 def train_proposal(proposal: Proposal, checkpoints: CheckpointStore | None = None) -> dict[str, Any]:

@@ -29,7 +29,6 @@ rungs and promotion (engine/scheduler.py), a proposal repeating a recipe (engine
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
@@ -39,6 +38,7 @@ from recipesearch.engine import queueing, repeats, scheduler, simplify, strict_t
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
 from recipesearch.engine.failures import failing_alike, stop_message
+from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
 from recipesearch.engine.trial_attrs import asked_attrs, outcome
 from recipesearch.errors import UserError
@@ -49,22 +49,6 @@ if TYPE_CHECKING:
 POST_STAGES = (st.CONFIRM, st.SIMPLIFY)  # after the search: their runs come on top of ``n_trials``
 WAIT = "wait"  # nothing to ask now: what comes next depends on trials in flight
 DONE = "done"  # the budget is met (counting trials in flight) or the sweep has nothing left
-
-
-@dataclass
-class Proposal:
-    """One asked trial: what an executor runs (``config``) and what the loop tells back."""
-
-    trial: optuna.Trial
-    params: dict[str, Any]
-    config: dict[str, Any]  # {"number", "recipe": dict | None, "error": str | None, "threads"}
-    attrs: dict[str, Any] = field(default_factory=dict)  # budget, is_baseline, algorithms, recipe_id ...
-    # The executor calls it with each rung's report (``config["rungs"]``); False: stop the trial there.
-    on_rung: Callable[[dict[str, Any]], bool] | None = None
-
-    @property
-    def number(self) -> int:
-        return self.trial.number
 
 
 class Executor(Protocol):
@@ -259,6 +243,19 @@ class SearchLoop:
             return None
         return DONE if not self.in_flight and self.sweep.exhausted(history) else WAIT
 
+    def trial_config(self, trial: optuna.Trial) -> dict[str, Any]:
+        """What every trial's config holds before its recipe: number, threads, the user code, checkpoints."""
+        config: dict[str, Any] = {"number": trial.number, "recipe": None, "error": None,
+                                  "threads": self.space.threads_per_trial}
+        if self.plugins:
+            config["plugins"] = self.plugins
+        if self.space.checkpoint_minutes:
+            config["checkpoint_seconds"] = 60.0 * self.space.checkpoint_minutes
+            # a re-run of an interrupted or lost trial goes on from its predecessors' latest checkpoint,
+            # which the executor finds (engine/checkpoints.py): the trials it re-runs, latest first
+            config["resume_of"] = queueing.rerun_chain(self.trials(), trial.user_attrs.get(st.REQUEUED_FROM))
+        return config
+
     def _ask(self) -> Proposal | None:
         """The next queued or sampled trial as a proposal to run; None when it was answered without training."""
         space = self.space
@@ -267,15 +264,7 @@ class SearchLoop:
             # a new proposal starts at the cheapest budget; the sampler chooses everything else
             self.study.enqueue_trial({"budget": float(min(space.budgets))})
         trial = self.study.ask()  # pops a queued (WAITING) trial first
-        config: dict[str, Any] = {"number": trial.number, "recipe": None, "error": None,
-                                  "threads": space.threads_per_trial}
-        if self.plugins:
-            config["plugins"] = self.plugins
-        if space.checkpoint_minutes:
-            config["checkpoint_seconds"] = 60.0 * space.checkpoint_minutes
-            # a re-run of an interrupted or lost trial goes on from its predecessors' latest checkpoint,
-            # which the executor finds (engine/checkpoints.py): the trials it re-runs, latest first
-            config["resume_of"] = queueing.rerun_chain(self.trials(), trial.user_attrs.get(st.REQUEUED_FROM))
+        config = self.trial_config(trial)
         try:
             params = space.suggest(trial)
         except Exception as exc:  # noqa: BLE001 - a broken define-by-run walk fails this trial only

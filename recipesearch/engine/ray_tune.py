@@ -30,7 +30,8 @@ from ray.tune.search import Searcher
 from recipesearch.compat import memory_kills_are_actor_deaths
 from recipesearch.engine import ray_orphans
 from recipesearch.engine.checkpoints import CheckpointStore
-from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.loop import DONE, WAIT, SearchLoop
+from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.trainable import trainable
 from recipesearch.errors import UserError
 

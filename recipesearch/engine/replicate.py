@@ -41,7 +41,8 @@ from recipesearch.engine import queueing
 from recipesearch.engine import study as st
 from recipesearch.engine.driver import SearchDriver
 from recipesearch.engine.failures import failing_alike, stop_message
-from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.loop import DONE, WAIT, SearchLoop
+from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.search_options import SearchOptions
 from recipesearch.engine.storage import open_study
 from recipesearch.engine.trial_attrs import method_label
@@ -232,13 +233,7 @@ class ReplicationLoop(SearchLoop):
         a = trial.user_attrs
         arm, seed_index = str(a.get("arm") or BASELINE_ARM), st.seed_index(trial)
         budget = float(st.queued_params(self._frozen(trial.number))["budget"])
-        config: dict[str, Any] = {"number": trial.number, "recipe": None, "error": None,
-                                  "threads": space.threads_per_trial}
-        if self.plugins:
-            config["plugins"] = self.plugins
-        if space.checkpoint_minutes:
-            config["checkpoint_seconds"] = 60.0 * space.checkpoint_minutes
-            config["resume_of"] = queueing.rerun_chain(self.trials(), a.get(st.REQUEUED_FROM))
+        config = self.trial_config(trial)
         attrs: dict[str, Any] = {"budget": budget, "is_baseline": arm == BASELINE_ARM, st.STAGE: st.REPLICATE}
         try:
             recipe = recipe_from_dict({**self.recipes[arm], "budget": budget, "seed": space.seed + seed_index},

@@ -9,7 +9,8 @@ import pytest
 
 from recipesearch.engine import study as st
 from recipesearch.engine.executors import InProcess
-from recipesearch.engine.loop import DONE, WAIT, Proposal, SearchLoop
+from recipesearch.engine.loop import DONE, WAIT, SearchLoop
+from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.queueing import enqueue, ensure_baselines, requeue_lost_workers
 from recipesearch.engine.samplers import make_sampler
 from recipesearch.engine.storage import make_storage, open_study
