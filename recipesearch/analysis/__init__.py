@@ -25,7 +25,7 @@ from recipesearch.analysis.hypervolume import (
     hypervolume_vs_compute,
     reference_point,
 )
-from recipesearch.analysis.objective_spec import Objectives, ObjectiveSpec, metric_column
+from recipesearch.analysis.objective_spec import Objectives, ObjectiveSpec
 from recipesearch.analysis.pareto import pareto_front_order, pareto_mask, pareto_mask_by_group
 from recipesearch.analysis.seeds import SeedStats, curve_by_budget, seed_summary
 from recipesearch.analysis.speedup import (
@@ -47,6 +47,7 @@ from recipesearch.analysis.speedup import (
 )
 from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
 from recipesearch.analysis.text import finite, interval_text
+from recipesearch.trials_columns import metric_column
 
 __all__ = [
     "CurveSpeedup",

@@ -38,17 +38,7 @@ import numpy as np
 import pandas as pd
 
 from recipesearch.analysis.headline import Headline, choose_headline
-from recipesearch.analysis.objective_spec import (
-    ACCURACY,
-    COST,
-    DIRECTIONS,
-    TIME,
-    VAL_ACCURACY,
-    Objectives,
-    ObjectiveSpec,
-    metric_column,
-    used_objectives,
-)
+from recipesearch.analysis.objective_spec import DIRECTIONS, Objectives, ObjectiveSpec, used_objectives
 from recipesearch.analysis.paired_baseline import baseline_masks, baseline_shift, covers, shift_warning
 from recipesearch.analysis.pareto import pareto_mask, pareto_mask_by_group
 from recipesearch.analysis.points import SPEEDUP_COLUMNS, distinct_seeds, point_intervals, seed_points, speedup_columns
@@ -57,6 +47,7 @@ from recipesearch.analysis.recipe_keys import BASELINE_KEY, recipe_keys
 from recipesearch.analysis.seeds import DEFAULT_CONFIDENCE
 from recipesearch.analysis.speedup import TradeoffCurve, baseline_envelope
 from recipesearch.analysis.text import finite
+from recipesearch.trials_columns import ACCURACY, COST, TIME, VAL_ACCURACY, metric_column
 
 # Public at this path too: engine/, runcheck, report/reconcile and bench/ import these from analysis.frontier.
 __all__ = ["BASELINE_KEY", "DIRECTIONS", "Frontier", "Headline", "Objectives", "ObjectiveSpec", "finite", "frontier"]

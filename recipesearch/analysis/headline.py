@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recipesearch.analysis.objective_spec import TIME, VAL_ACCURACY
 from recipesearch.analysis.speedup import INTERPOLATED, TradeoffCurve
 from recipesearch.analysis.text import interval_text
+from recipesearch.trials_columns import TIME, VAL_ACCURACY
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,11 @@
 ``frontier`` takes anything with ``objectives``, ``directions`` and ``metric_split`` (``ObjectiveSpec``):
 a ``SearchSpace`` during a search, or ``Objectives``, the same three read back from run.json, when only
 a run directory is at hand. The *metric* is the column the search selects on: ``val_accuracy`` when the
-space's ``metric_split`` is "val", else the test ``accuracy``. The cost rule (``used_objectives``) drops
-cost when some completed trial lacks one, so the columns a frontier uses can differ from the space's.
+space's ``metric_split`` is "val", else the test ``accuracy`` (``trials_columns.metric_column``; the column
+names are recipesearch/trials_columns.py's). Selecting on test is allowed but warned about, in one sentence
+(``TEST_SELECTION_WARNING``) that the search's summary and the report both print. The cost rule
+(``used_objectives``) drops cost when some completed trial lacks one, so the columns a frontier uses can differ
+from the space's.
 """
 from __future__ import annotations
 
@@ -14,7 +17,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-ACCURACY, VAL_ACCURACY, TIME, COST = "accuracy", "val_accuracy", "train_seconds", "cost"
+from recipesearch.trials_columns import ACCURACY, COST, TEST_SPLIT, TIME, VAL_ACCURACY, VAL_SPLIT
+
+# Test accuracies picked as maxima of noisy numbers are biased upwards: said wherever a test-selected run is shown.
+TEST_SELECTION_WARNING = ("this search selected on the test split: its test accuracies are optimistic; "
+                          "use metric_split: val")
 # Direction of each objective a space may name ("accuracy" stands for the metric column).
 DIRECTIONS = {ACCURACY: "maximize", VAL_ACCURACY: "maximize", TIME: "minimize", COST: "minimize"}
 
@@ -40,12 +47,12 @@ class Objectives:
 
     objectives: tuple[str, ...] = (ACCURACY, TIME, COST)
     directions: tuple[str, ...] = ("maximize", "minimize", "minimize")
-    metric_split: str = "test"
+    metric_split: str = TEST_SPLIT
 
     def __post_init__(self) -> None:
         if len(self.objectives) != len(self.directions):
             raise ValueError(f"objectives {self.objectives} and directions {self.directions} differ in length")
-        if self.metric_split not in ("test", "val"):
+        if self.metric_split not in (TEST_SPLIT, VAL_SPLIT):
             raise ValueError(f"metric_split must be 'test' or 'val', got {self.metric_split!r}")
 
     @classmethod
@@ -57,7 +64,7 @@ class Objectives:
         """
         meta = meta or {}
         split = meta.get("metric_split")
-        split = split if split in ("test", "val") else "test"
+        split = split if split in (TEST_SPLIT, VAL_SPLIT) else TEST_SPLIT
         names = meta.get("objectives")
         if not (isinstance(names, (list, tuple)) and names and all(n in DIRECTIONS for n in names)
                 and any(DIRECTIONS[n] == "maximize" for n in names)):
@@ -67,11 +74,6 @@ class Objectives:
                 and all(d in ("maximize", "minimize") for d in dirs)):
             dirs = [DIRECTIONS[n] for n in names]
         return cls(tuple(str(n) for n in names), tuple(str(d) for d in dirs), split)
-
-
-def metric_column(metric_split: str) -> str:
-    """The column a space with this ``metric_split`` selects on."""
-    return VAL_ACCURACY if metric_split == "val" else ACCURACY
 
 
 def used_objectives(

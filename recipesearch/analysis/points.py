@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from recipesearch.analysis.objective_spec import ACCURACY, COST, TIME, VAL_ACCURACY
 from recipesearch.analysis.seeds import curve_by_budget
 from recipesearch.analysis.speedup import (
     INTERPOLATED,
@@ -20,15 +19,28 @@ from recipesearch.analysis.speedup import (
     speedups_at_matched_accuracy,
 )
 from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
+from recipesearch.trials_columns import ACCURACY, COST, TIME, VAL_ACCURACY, split_accuracy
 
 # Columns added to ``Frontier.trials`` and ``Frontier.points``, in this order.
 SPEEDUP_COLUMNS = ("speedup", "baseline_seconds", "accuracy_gain", "baseline_accuracy_at_time",
                    "speedup_status", "gain_status")  # fmt: skip
-# Seed statistics of a point (pareto.csv's added columns, with SPEEDUP_CI_COLUMNS).
-SEED_COLUMNS = ("n_seeds", "accuracy_mean", "accuracy_ci_low", "accuracy_ci_high", "test_accuracy_mean",
-                "train_seconds_mean", "train_seconds_ci_low", "train_seconds_ci_high")  # fmt: skip
+TIME_SEED_COLUMNS = ("train_seconds_mean", "train_seconds_ci_low", "train_seconds_ci_high")
 SPEEDUP_CI_COLUMNS = ("speedup_ci_low", "speedup_ci_high", "confirmed")
 N_BOOT = 1000  # bootstrap replicates per interval; seeded, so a report is the same every time it is built
+
+
+def metric_interval_columns(metric: str) -> tuple[str, str]:
+    """The seed interval's columns of the metric, named by its split: ('val_accuracy_ci_low', ...high)."""
+    return split_accuracy(metric, "ci_low"), split_accuracy(metric, "ci_high")
+
+
+def seed_columns(metric: str) -> tuple[str, ...]:
+    """Seed statistics of a point (pareto.csv's added columns, with SPEEDUP_CI_COLUMNS), every accuracy named by
+    its split: the metric's mean and interval (``val_accuracy_*`` or ``test_accuracy_*``), the test mean (the
+    held-out figure of a validation search), then the time's."""
+    test_mean = split_accuracy(ACCURACY, "mean")
+    metric_stats = (split_accuracy(metric, "mean"), *metric_interval_columns(metric))
+    return ("n_seeds", *metric_stats, *((test_mean,) if test_mean not in metric_stats else ()), *TIME_SEED_COLUMNS)
 
 
 def distinct_seeds(done: pd.DataFrame) -> pd.DataFrame:
@@ -45,19 +57,23 @@ def distinct_seeds(done: pd.DataFrame) -> pd.DataFrame:
 
 def seed_points(done: pd.DataFrame, metric: str, confidence: float) -> pd.DataFrame:
     """One row per (recipe, budget): the representative run's columns (lowest trial number) with the
-    metric, accuracy, val_accuracy, train_seconds and cost replaced by seed means, and SEED_COLUMNS."""
+    metric, accuracy, val_accuracy, train_seconds and cost replaced by seed means, and ``seed_columns(metric)``."""
     if done.empty:
-        return pd.DataFrame(columns=[*done.columns, *SEED_COLUMNS])
+        return pd.DataFrame(columns=[*done.columns, *seed_columns(metric)])
     keys = ["recipe_key", "budget"]
     stats = curve_by_budget(done, ["recipe_key"], "budget", metric, TIME, confidence)
-    stats = stats.rename(columns={"time_mean": "train_seconds_mean", "time_ci_low": "train_seconds_ci_low",
+    metric_mean = split_accuracy(metric, "mean")
+    low, high = metric_interval_columns(metric)
+    stats = stats.rename(columns={"accuracy_mean": metric_mean, "accuracy_ci_low": low, "accuracy_ci_high": high,
+                                  "time_mean": "train_seconds_mean", "time_ci_low": "train_seconds_ci_low",
                                   "time_ci_high": "train_seconds_ci_high"})
+    stats = stats[[*keys, *(c for c in seed_columns(metric) if c in stats)]]
     means = done.groupby(keys, sort=False, dropna=False)[[ACCURACY, VAL_ACCURACY, COST]].mean()
     first = done.sort_values("number").groupby(keys, sort=False, dropna=False).head(1).set_index(keys)
     out = first.drop(columns=[c for c in (ACCURACY, VAL_ACCURACY, COST) if c in first]).join(means)
     out = out.join(stats.set_index(keys)).reset_index()
-    out["test_accuracy_mean"] = out[ACCURACY]
-    out[metric] = out["accuracy_mean"]  # the metric column of a point is its seed mean
+    out[split_accuracy(ACCURACY, "mean")] = out[ACCURACY]
+    out[metric] = out[metric_mean]  # the metric column of a point is its seed mean
     out[TIME] = out["train_seconds_mean"]
     return out.sort_values([TIME, "number"]).reset_index(drop=True)
 

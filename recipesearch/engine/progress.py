@@ -19,7 +19,9 @@ import pandas as pd
 
 from recipesearch.analysis import Frontier, frontier, interval_text, largest_front_speedup
 from recipesearch.analysis.frontier import finite
+from recipesearch.analysis.objective_spec import TEST_SELECTION_WARNING
 from recipesearch.engine.study import INTERRUPTED, count_finished_rows
+from recipesearch.trials_columns import ACCURACY, TIME, VAL_ACCURACY
 
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 MAX_FRONT_ROWS = 12
 FRONT_COLUMNS = ["number", "budget", "algorithms", "is_baseline", "n_seeds", "acc", "test_acc", "train_seconds",
                  "cost", "speedup", "speedup_status", "speedup_ci_low", "speedup_ci_high", "confirmed"]
-TEST_SPLIT_NOTE = "this search selected on the test split: its test accuracies are optimistic; use metric_split: val"
 
 
 class SearchUI(Protocol):
@@ -70,8 +71,8 @@ def _front_rows(f: Frontier) -> pd.DataFrame:
     return pd.DataFrame({
         "number": front["number"].astype(int), "budget": front["budget"], "algorithms": front["algorithms"],
         "is_baseline": front["is_baseline"].astype(bool), "n_seeds": front["n_seeds"], "acc": front[f.metric],
-        "test_acc": front["accuracy"] if "accuracy" in front else float("nan"),
-        "train_seconds": front["train_seconds"], "cost": front["cost"], "speedup": front["speedup"],
+        "test_acc": front[ACCURACY] if ACCURACY in front else float("nan"),
+        "train_seconds": front[TIME], "cost": front["cost"], "speedup": front["speedup"],
         "speedup_status": front["speedup_status"], "speedup_ci_low": front["speedup_ci_low"],
         "speedup_ci_high": front["speedup_ci_high"], "confirmed": front["confirmed"].astype(bool),
     }, columns=FRONT_COLUMNS)  # fmt: skip
@@ -87,7 +88,7 @@ def front_table(trials: pd.DataFrame, space: SearchSpace) -> pd.DataFrame:
 
 
 def _selects_on_val(f: Frontier) -> bool:
-    return f.metric != "accuracy"
+    return f.metric == VAL_ACCURACY
 
 
 def _held_out(test_acc: Any) -> str:
@@ -135,7 +136,7 @@ def _fmt(x: Any, spec: str) -> str:
 
 def _acc_columns(space: SearchSpace) -> list[tuple[str, str]]:
     """(front_table column, heading) of the accuracies shown: the one selected on, then test as held out."""
-    if space.metric_split == "val":
+    if space.selection_column == VAL_ACCURACY:
         return [("acc", "val acc"), ("test_acc", "test acc (held out)")]
     return [("acc", "test acc")]
 
@@ -285,14 +286,14 @@ class LogUI:
         self.stream = stream or sys.stdout
         self.t0 = time.monotonic()
         self.total = 0
-        self.metric_split = "test"
+        self.selection_column = ACCURACY  # the accuracy the space selects on (SearchSpace.selection_column)
 
     def _line(self, text: str) -> None:
         print(f"[{time.monotonic() - self.t0:7.1f}s] {text}", file=self.stream, flush=True)
 
     def start(self, *, space: SearchSpace, total: int, done: int, run_dir: Path, ray_address: str,
               resources: str = "") -> None:
-        self.total, self.metric_split = total, space.metric_split
+        self.total, self.selection_column = total, space.selection_column
         self._line(f"search {space.name}: {total} trials ({done} done), run dir {run_dir}, Ray {ray_address}"
                    + (f"; {resources}" if resources else ""))
 
@@ -318,10 +319,10 @@ class LogUI:
             self._line(f"[{done}/{self.total}] trial {row['number']} {row['state']}: {row.get('error')}")
 
     def _accuracies(self, row: dict[str, Any]) -> str:
-        if self.metric_split == "val":
-            val, test = _fmt(row.get("val_accuracy"), ".4f"), _fmt(row.get("accuracy"), ".4f")
+        if self.selection_column == VAL_ACCURACY:
+            val, test = _fmt(row.get(VAL_ACCURACY), ".4f"), _fmt(row.get(ACCURACY), ".4f")
             return f"val acc {val} test acc {test} (held out)"
-        return f"test acc {_fmt(row.get('accuracy'), '.4f')}"
+        return f"test acc {_fmt(row.get(ACCURACY), '.4f')}"
 
     def message(self, text: str) -> None:
         self._line(text)
@@ -353,7 +354,7 @@ def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> No
         if line:
             console.print(line)
     if not _selects_on_val(f):  # last, so it is what the user reads before the numbers are reused
-        console.print(f"warning: {TEST_SPLIT_NOTE}")
+        console.print(f"warning: {TEST_SELECTION_WARNING}")
 
 
 def make_ui(quiet: bool) -> SearchUI:

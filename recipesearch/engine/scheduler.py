@@ -76,12 +76,11 @@ def pruned_attrs(space: SearchSpace, trial: optuna.Trial, result: dict[str, Any]
     """The user attrs of a trial stopped at a rung: its last rung's values (its accuracy on the selection split,
     its train_seconds so far) and the rung. The trial is told PRUNED: never on the frontier, which reads
     COMPLETE trials only."""
-    split_key = "val_accuracy" if space.metric_split == "val" else "accuracy"
     rung_values = {k: result[k] for k in ("train_seconds", "rung_eval_seconds", "rung_seconds", "wall_seconds",
                                             "threads", "node", "hardware", "assigned_device", "gpu_ids",
                                             "workers", "worker_nodes", "worker_gpu_ids")
                    if k in result}
-    attrs, _ = outcome(space, {**rung_values, split_key: result.get("rung_accuracy")}, None)
+    attrs, _ = outcome(space, {**rung_values, space.selection_column: result.get("rung_accuracy")}, None)
     attrs.pop("error", None)
     if finite(result.get("rung_eval_seconds")):  # the stopping rung's evaluation (outcome() keeps rung_seconds)
         attrs["rung_eval_seconds"] = float(result["rung_eval_seconds"])

@@ -19,6 +19,7 @@ from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.engine.study import OWNER, sampler_sees
 from recipesearch.errors import UserError
 from recipesearch.rundir import redact_url
+from recipesearch.trials_columns import ACCURACY
 
 if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
@@ -203,7 +204,14 @@ def open_study(space: SearchSpace, storage: optuna.storages.BaseStorage, sampler
     found = [d.name.lower() for d in study.directions]
     if found != list(space.directions):
         raise UserError(f"study {space.name!r} has directions {found}, the space {list(space.directions)}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        study.set_metric_names(list(space.objectives))  # column names in optuna-dashboard
+    if study.metric_names is None:  # a resumed study keeps the names it was created with
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(metric_names(space))  # what optuna.load_study and optuna-dashboard show
     return study
+
+
+def metric_names(space: SearchSpace) -> list[str]:
+    """The study's objective names: the space's objectives with ``accuracy`` named by the column selected on, so a
+    search on validation shows ``val_accuracy`` (the value it told Optuna), not a test accuracy it never used."""
+    return [space.selection_column if o == ACCURACY else o for o in space.objectives]

@@ -1,5 +1,5 @@
-"""The vocabulary of a search's Optuna study: the stages and user attrs the engine writes on its trials, and
-reading and counting trials by them. Only Optuna's public API is used.
+"""Reading and counting a search's Optuna trials by the stages and user attrs the engine writes on them (their
+names: recipesearch/trials_columns.py, the one vocabulary of trials and trials.csv). Only Optuna's public API.
 
 The study is the single source of truth: every measured number, the trained recipe and the error text
 are trial ``user_attrs``, so trials.csv is a pure function of the study (engine/trial_rows.py) and
@@ -25,34 +25,46 @@ from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.space import params_key
 
+# The trials' user-attr keys and stages are trials.csv's names, defined once in recipesearch/trials_columns.py;
+# the engine, its tests and bench read them as ``st.NAME`` next to the functions below, hence the unused ones.
+from recipesearch.trials_columns import (  # noqa: F401
+    ARM,
+    BASELINE,
+    BUSY_RERUNS,
+    CONFIRM,
+    DUPLICATE_OF,
+    ERROR,
+    IS_BASELINE,
+    OF_TRIAL,
+    PROMOTED_FROM,
+    PRUNE_REASON,
+    PRUNED_AT,
+    QUEUED_PARAMS,
+    REPLICATE,
+    REQUEUED_FROM,
+    RETRIES,
+    RUNGS,
+    SEARCH,
+    SEED_INDEX,
+    SIMPLIFY,
+    STAGE,
+    STAGES,
+    TIME,
+    TUNE,
+    WORKER_LOST,
+)
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from recipesearch.space import SearchSpace
 
 INTERRUPTED = "interrupted"  # error text of a trial whose driver went away before it finished
-QUEUED_PARAMS = "queued_params"  # user attr: the params an enqueued trial was queued with
 OWNER = "run_dir"  # study user attr: the run directory that created the study
-# Stages of a search, in the order they run (user attr ``stage``): the LR sweep of the base recipe
-# (baseline.tune_lr), the baseline runs (every budget x seeds), the proposals (sampled or swept), the
-# confirmation re-runs of the best proposals (extra seeds, every budget; user attr ``of_trial``).
-TUNE, BASELINE, SEARCH, CONFIRM, SIMPLIFY = "tune", "baseline", "search", "confirm", "simplify"
-REPLICATE = "replicate"  # ``recipesearch replicate``'s runs, in a study of their own (engine/replicate.py)
-STAGE, SEED_INDEX, OF_TRIAL = "stage", "seed_index", "of_trial"
-# What an enqueued trial carries into its re-run when it is interrupted.
-# A trial whose worker died on every attempt Tune allowed (node lost, killed for memory), and how many
-# times Tune started a trial again after its worker died.
-WORKER_LOST, RETRIES, REQUEUED_FROM = "worker_lost", "retries", "requeued_from"
-# The scheduler's (engine/scheduler.py, analysis/rungs.py): [[fraction, accuracy, train_seconds], ...] a trial
-# reported at its rungs; the rung where it was stopped (PRUNED) and why; the trial a promotion came from.
-RUNGS, PRUNED_AT, PRUNE_REASON, PROMOTED_FROM = "rungs", "pruned_at", "prune_reason", "promoted_from"
-# a proposal of a recipe the search has already trained or is training (the same recipe id: the same params,
-# budget and seed), answered without training: PRUNED, with the number of the trial that trains it
-DUPLICATE_OF = "duplicate_of"
 # What a re-run inherits: its stage and seed, and the worker deaths its run already had (``RETRIES``: each
 # death of the run's worker so far, the one that ended a FAIL included).
 # ``arm``: a replication's (engine/replicate.py); ``busy_reruns``: engine/strict_timing.py's count.
-CARRIED_ATTRS = ("is_baseline", STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM, "arm", "busy_reruns")
+CARRIED_ATTRS = (IS_BASELINE, STAGE, SEED_INDEX, OF_TRIAL, RETRIES, PROMOTED_FROM, ARM, BUSY_RERUNS)
 
 
 def queued_params(t: FrozenTrial) -> dict[str, Any]:
@@ -67,15 +79,15 @@ def trial_params(t: FrozenTrial) -> dict[str, Any]:
 
 
 def is_interrupted(t: FrozenTrial) -> bool:
-    return t.state == TrialState.FAIL and t.user_attrs.get("error") == INTERRUPTED
+    return t.state == TrialState.FAIL and t.user_attrs.get(ERROR) == INTERRUPTED
 
 
 def stage_of(t: FrozenTrial | optuna.Trial) -> str:
     """The trial's stage; trials of studies written before stages existed: baseline or search."""
     stage = t.user_attrs.get(STAGE)
-    if stage in (TUNE, BASELINE, SEARCH, CONFIRM, SIMPLIFY, REPLICATE):
+    if stage in STAGES:
         return stage
-    return BASELINE if t.user_attrs.get("is_baseline") else SEARCH
+    return BASELINE if t.user_attrs.get(IS_BASELINE) else SEARCH
 
 
 def seed_index(t: FrozenTrial | optuna.Trial) -> int:
@@ -141,7 +153,8 @@ def count_in_state(trials: Sequence[FrozenTrial], state: TrialState) -> int:
 
 
 def objective_accuracy(attrs: dict[str, Any], space: SearchSpace) -> float | None:
-    value = attrs.get("val_accuracy" if space.metric_split == "val" else "accuracy")
+    """The accuracy the space selects on (``SearchSpace.selection_column``) of a trial's attrs, or None."""
+    value = attrs.get(space.selection_column)
     return float(value) if value is not None else None
 
 
@@ -154,5 +167,5 @@ def sweep_history(trials: Sequence[FrozenTrial], space: SearchSpace) -> list[dic
         done = t.state == TrialState.COMPLETE
         out.append({"params": trial_params(t), "state": t.state.name,
                     "accuracy": objective_accuracy(t.user_attrs, space),
-                    "train_seconds": t.user_attrs.get("train_seconds") if done else None})
+                    "train_seconds": t.user_attrs.get(TIME) if done else None})
     return out

@@ -1,7 +1,7 @@
 """The user attrs the search loop writes on a trial: its recipe's when it is asked (``asked_attrs``), its
 result's when it is told (``outcome``: the measured numbers, the error, and the objective values).
 
-What these attrs are called and how they are read back: engine/study.py.
+What these attrs are called: recipesearch/trials_columns.py; how they are read back: engine/study.py.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from recipesearch.analysis.frontier import finite
 from recipesearch.engine import study as st
 from recipesearch.errors import ConfigError
+from recipesearch.trials_columns import ACCURACY, TIME, VAL_ACCURACY
 
 if TYPE_CHECKING:
     import optuna
@@ -21,7 +22,7 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     """User attrs to store and objective values (None: FAIL) for one trial's last result."""
     result = result or {}
     attrs: dict[str, Any] = {}
-    for key in ("accuracy", "val_accuracy", "loss", "train_seconds", "throughput", "data_wait_fraction",
+    for key in (ACCURACY, VAL_ACCURACY, "loss", TIME, "throughput", "data_wait_fraction",
                 "wall_seconds", "eval_seconds", "rung_seconds", "cpu_share", "load_start", "load_end"):
         # eval_seconds (flip TTA doubles it) and rung_seconds (evaluations at rungs) are outside train_seconds
         if finite(result.get(key)):
@@ -56,8 +57,8 @@ def outcome(space: SearchSpace, result: dict | None, crash: str | None) -> tuple
     error = result.get("error") or crash
     if not error and not result:
         error = "the trial reported no result"
-    acc = result.get("val_accuracy" if space.metric_split == "val" else "accuracy")
-    secs = result.get("train_seconds")
+    acc = result.get(space.selection_column)
+    secs = result.get(TIME)
     if not error and not (finite(acc) and finite(secs)):
         error = f"no finite {space.metric_split} accuracy / train_seconds in the result"
     if error:

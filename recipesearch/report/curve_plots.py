@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from recipesearch.analysis import interval_text
-from recipesearch.analysis.objective_spec import TIME
 from recipesearch.report.info import ReportInfo
 from recipesearch.report.plot_parts import (
     BASE,
@@ -27,6 +26,7 @@ from recipesearch.report.plot_parts import (
     shorten,
 )
 from recipesearch.report.point_text import algorithms_label
+from recipesearch.trials_columns import TIME
 
 MAX_TRADEOFF_CURVES = 6  # recipe curves drawn in the tradeoff-curves plot: confirmed ones first
 
@@ -107,7 +107,7 @@ def tradeoff_figure(info: ReportInfo):
     times = np.concatenate([float_column(p, c) for p in everything
                             for c in (TIME, "train_seconds_ci_low", "train_seconds_ci_high")])
     accs = np.concatenate([float_column(p, c) for p in everything
-                           for c in (acc_col, "accuracy_ci_low", "accuracy_ci_high")])
+                           for c in (acc_col, *info.metric_interval)])
     seconds_axis(ax, times, always_log=True)
     log = ax.get_xscale() == "log"
     ax.set_xlim(*axis_limits(times, log, 0.15, 0.2))
@@ -116,7 +116,7 @@ def tradeoff_figure(info: ReportInfo):
     percent_axis(ax)
     if len(base):
         t, a = base[TIME].to_numpy(float), base[acc_col].to_numpy(float)
-        low, high = float_column(base, "accuracy_ci_low"), float_column(base, "accuracy_ci_high")
+        low, high = (float_column(base, c) for c in info.metric_interval)
         if len(low) == len(base) and np.isfinite(low).any():
             ax.fill_between(t, np.where(np.isfinite(low), low, a), np.where(np.isfinite(high), high, a),
                             color=BASE, alpha=0.12, linewidth=0, zorder=2, label="baseline 95% band")

@@ -16,31 +16,38 @@ from pathlib import Path
 
 import pandas as pd
 
+from recipesearch.analysis.points import SPEEDUP_CI_COLUMNS, seed_columns
 from recipesearch.errors import UserError
 from recipesearch.report.front_recipes import RECIPE_MARKER, FrontRecipe
 from recipesearch.report.info import ReportInfo
 from recipesearch.report.writing import read_or_none, write_together
 from recipesearch.rundir import write_atomic
+from recipesearch.trials_columns import ACCURACY, COST, TIME, VAL_ACCURACY
 
-# Leading columns of pareto.csv; the sampled parameters (params_*) follow. One row per frontier point: a
-# recipe at one budget, its first run's number, recipe and measurements with accuracy, val_accuracy,
-# train_seconds and cost replaced by the means over its seeds. accuracy_mean / _ci_* are of the metric the
-# search selected on (val_accuracy or test accuracy), test_accuracy_mean is always test (held out);
+# Columns of pareto.csv, then ``seed_columns(metric)``, then PARETO_TAIL_COLUMNS and the sampled parameters
+# (params_*). One row per frontier point: a recipe at one budget, its first run's number, recipe and
+# measurements with accuracy (test), val_accuracy, train_seconds and cost replaced by the means over its seeds.
+# The seed statistics name their split: <split>_accuracy_mean / _ci_low / _ci_high of the metric the search
+# selected on (val_ or test_), and test_accuracy_mean (the held-out test mean of a validation search);
 # speedup_ci_* / confirmed: the point's bootstrap interval against the baseline curve; curve_*: its recipe's
 # tradeoff curve against the baseline's (empty when the recipe was trained at one budget).
-PARETO_COLUMNS = [
-    "number", "accuracy", "train_seconds", "cost", "budget", "algorithms", "speedup", "speedup_status",
+PARETO_HEAD_COLUMNS = (
+    "number", ACCURACY, TIME, COST, "budget", "algorithms", "speedup", "speedup_status",
     "baseline_seconds", "accuracy_gain", "is_baseline", "recipe_id", "recipe_file", "epochs",
-    "throughput", "data_wait_fraction", "val_accuracy", "seed",
-    "n_seeds", "accuracy_mean", "accuracy_ci_low", "accuracy_ci_high", "test_accuracy_mean",
-    "train_seconds_mean", "train_seconds_ci_low", "train_seconds_ci_high", "speedup_ci_low", "speedup_ci_high",
-    "confirmed", "curve_budgets", "curve_speedup", "curve_ci_low", "curve_ci_high", "curve_confirmed",
-]  # fmt: skip
+    "throughput", "data_wait_fraction", VAL_ACCURACY, "seed",
+)  # fmt: skip
+PARETO_TAIL_COLUMNS = (*SPEEDUP_CI_COLUMNS, "curve_budgets", "curve_speedup", "curve_ci_low", "curve_ci_high",
+                       "curve_confirmed")
+
+
+def pareto_columns(metric: str) -> list[str]:
+    """pareto.csv's columns (before params_*) for a search that selected on ``metric``."""
+    return [*PARETO_HEAD_COLUMNS, *seed_columns(metric), *PARETO_TAIL_COLUMNS]
 
 
 def pareto_frame(info: ReportInfo) -> pd.DataFrame:
     """The frontier points (fastest first) with the columns of pareto.csv."""
-    cols = PARETO_COLUMNS + list(info.param_columns)
+    cols = pareto_columns(info.metric) + list(info.param_columns)
     return info.front.reindex(columns=cols)
 
 

@@ -43,7 +43,7 @@ from recipesearch.analysis import (
     pairwise_interactions,
     reference_point,
 )
-from recipesearch.analysis.objective_spec import ACCURACY, TIME, VAL_ACCURACY
+from recipesearch.analysis.points import metric_interval_columns
 from recipesearch.plugins import add_search_dir, user_code_dirs
 from recipesearch.report.front_recipes import FrontRecipe, front_recipes
 from recipesearch.report.notes import report_notes
@@ -51,6 +51,7 @@ from recipesearch.report.run_facts import meta_dicts, run_status, space_name_and
 from recipesearch.report.selection import Selection
 from recipesearch.report.tables import budget_curves, regimes, with_curves
 from recipesearch.rundir import RunDir, normalise_trials
+from recipesearch.trials_columns import ACCURACY, TIME, metric_column
 
 
 class RunFiles(NamedTuple):
@@ -110,6 +111,11 @@ class ReportInfo:
         return self.selection.metric
 
     @property
+    def metric_interval(self) -> tuple[str, str]:
+        """The seed interval's columns of the metric in ``points``/``front``: ('val_accuracy_ci_low', ...)."""
+        return metric_interval_columns(self.metric)
+
+    @property
     def in_progress(self) -> bool:
         return self.run_status == "running"
 
@@ -148,7 +154,7 @@ def load_run(run_dir: str | Path) -> RunFiles:
     # checked before anything is written (report/reconcile.py): the selection split, and trials.csv vs study.db
     meta, notes = selection_meta(run, meta, space_text)
     rebuilt, trial_notes = reconcile_trials(run, meta, space_text)
-    metric = VAL_ACCURACY if Objectives.from_run_meta(meta).metric_split == "val" else ACCURACY
+    metric = metric_column(Objectives.from_run_meta(meta).metric_split)
     required = [metric, *(o for o in meta.get("objectives") or () if o != ACCURACY)]
     trials = run.read_trials(required) if rebuilt is None else normalise_trials(rebuilt)
     if notes or trial_notes:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from recipesearch.analysis import interval_text
-from recipesearch.analysis.objective_spec import TIME
 from recipesearch.report.info import ReportInfo
 from recipesearch.report.plot_labels import along_line, place_labels
 from recipesearch.report.plot_parts import (
@@ -31,6 +30,7 @@ from recipesearch.report.plot_parts import (
     speedup_label,
 )
 from recipesearch.report.point_text import algorithms_label
+from recipesearch.trials_columns import TIME
 
 MAX_LABELS = 14  # frontier labels drawn on the Pareto plot (more would overlap)
 
@@ -56,8 +56,7 @@ def pareto_figure(info: ReportInfo):
     span_times = np.concatenate([times, *(float_column(p, c) for p in spans
                                           for c in ("train_seconds_ci_low", "train_seconds_ci_high"))])
     ax.set_xlim(*axis_limits(span_times[~(span_times <= 0)], log, 0.2, 0.45 if log else 0.25))
-    ax.set_ylim(*axis_limits(np.concatenate([accs, *(float_column(p, "accuracy_ci_low") for p in spans),
-                                             *(float_column(p, "accuracy_ci_high") for p in spans)]),
+    ax.set_ylim(*axis_limits(np.concatenate([accs, *(float_column(p, c) for p in spans for c in info.metric_interval)]),
                              False, 0.08, 0.12))
     ax.set_ylabel(accuracy_axis_label(info))
     percent_axis(ax)
@@ -74,7 +73,7 @@ def pareto_figure(info: ReportInfo):
                label="frontier (seed means)" if info.confirmed_front else "frontier (single runs)", zorder=5)
     h = info.headline
     handles, names = ax.get_legend_handles_labels()
-    if has_repeats(front) or has_repeats(base):
+    if has_repeats(front, acc_col) or has_repeats(base, acc_col):
         handles.append(Line2D([], [], color="#6b7280", lw=0.9, marker="|", ms=7))
         names.append("95% CI over seeds")
     if h.number is not None and np.isfinite(h.baseline_seconds) and np.isfinite(h.recipe_seconds):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from recipesearch.analysis.objective_spec import TIME
+from recipesearch.analysis.points import metric_interval_columns
 from recipesearch.report.info import ReportInfo
+from recipesearch.trials_columns import TIME
 
 FRONT, TRIAL, BASE = "#1d4ed8", "#9ca3af", "#111827"
 GOOD, BAD = "#15803d", "#b91c1c"
@@ -80,30 +81,30 @@ def float_column(df, name: str) -> np.ndarray:
     return df[name].to_numpy(float) if name in df else np.empty(0)
 
 
-def _repeated(df) -> np.ndarray:
+def _repeated(df, acc_col: str) -> np.ndarray:
     """Rows measured on two or more seeds whose intervals are finite: the ones that get error bars."""
     if df.empty or "n_seeds" not in df:
         return np.zeros(len(df), dtype=bool)
     n = df["n_seeds"].to_numpy(float)
-    cis = [float_column(df, c) for c in ("accuracy_ci_low", "accuracy_ci_high", "train_seconds_ci_low",
-                                 "train_seconds_ci_high")]
+    cis = [float_column(df, c) for c in (*metric_interval_columns(acc_col), "train_seconds_ci_low",
+                                         "train_seconds_ci_high")]
     if any(len(c) != len(df) for c in cis):
         return np.zeros(len(df), dtype=bool)
     return (n >= 2) & np.logical_and.reduce([np.isfinite(c) for c in cis])
 
 
-def has_repeats(df) -> bool:
-    return bool(_repeated(df).any())
+def has_repeats(df, acc_col: str) -> bool:
+    return bool(_repeated(df, acc_col).any())
 
 
 def error_bars(ax, points, acc_col: str, color: str, zorder: float = 3, alpha: float = 0.9, **style) -> None:
     """95 % intervals of accuracy (vertical) and time (horizontal) for the points with two or more seeds."""
-    rows = points[_repeated(points)]
+    rows = points[_repeated(points, acc_col)]
     if rows.empty:
         return
     t, a = rows[TIME].to_numpy(float), rows[acc_col].to_numpy(float)
     t_low, t_high = rows["train_seconds_ci_low"].to_numpy(float), rows["train_seconds_ci_high"].to_numpy(float)
-    a_low, a_high = rows["accuracy_ci_low"].to_numpy(float), rows["accuracy_ci_high"].to_numpy(float)
+    a_low, a_high = (rows[c].to_numpy(float) for c in metric_interval_columns(acc_col))
     # a time interval's low end can fall below 0 (few noisy seeds): on a log axis it then runs off the left edge
     t_low = np.where(t_low > 0, t_low, t * 1e-3)
     xerr, yerr = np.clip([t - t_low, t_high - t], 0, None), np.clip([a - a_low, a_high - a], 0, None)

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from recipesearch.analysis import finite, interval_text
-from recipesearch.analysis.objective_spec import ACCURACY, TIME
+from recipesearch.analysis.points import metric_interval_columns
 from recipesearch.report.selection import Selection
+from recipesearch.trials_columns import ACCURACY, TIME
 
 
 def algorithms_label(algorithms: str, is_baseline: bool = False) -> str:
@@ -54,7 +55,7 @@ def _plus_minus(row: pd.Series, col: str, low: str, high: str, spec: str) -> str
 
 def _measured(row: pd.Series, selection: Selection) -> str:
     """The accuracies of a recipe's provenance comment: the one selected on (mean +/- CI), then test as held out."""
-    selected = _plus_minus(row, selection.metric, "accuracy_ci_low", "accuracy_ci_high", ".4f")
+    selected = _plus_minus(row, selection.metric, *metric_interval_columns(selection.metric), ".4f")
     if not selection.on_val:
         return f"accuracy {selected} (test split, also selected on)"
     return f"val_accuracy {selected} (selected on), test accuracy {_fmt(row[ACCURACY], '.4f')} (held out)"

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recipesearch.analysis.objective_spec import VAL_ACCURACY
+from recipesearch.analysis.objective_spec import TEST_SELECTION_WARNING
+from recipesearch.trials_columns import VAL_ACCURACY
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class Selection:
 
     @property
     def text(self) -> str:
-        if not self.on_val:  # test accuracies picked as maxima of noisy numbers are biased upwards
-            return "this run selected on the test split: its test accuracies are optimistic; use metric_split: val"
+        if not self.on_val:
+            return TEST_SELECTION_WARNING
         held = f"{_percent(self.val_fraction)} of train held out" if self.val_fraction else "held out of train"
         return f"selected on validation ({held}); test accuracy is reported, never used to choose"
 

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from recipesearch.analysis import regime_recipes
-from recipesearch.analysis.objective_spec import ACCURACY, TIME
 from recipesearch.report.point_text import algorithms_label, evidence
+from recipesearch.trials_columns import ACCURACY, TIME
 
 MAX_CURVE_GROUPS = 5  # recipes drawn in the accuracy-vs-time-across-budgets plot
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from recipesearch.space.schema import CONSTRAINT_KEYS, DIRECTIONS
+from recipesearch.trials_columns import metric_column
 
 DEFAULT_VAL_FRACTION = 0.1  # share of train held out when a val-selecting space's base has no split
 
@@ -28,10 +29,8 @@ class Scoring:
     @property
     def selection_column(self) -> str:
         """The trials column the search selects on: ``val_accuracy`` when ``metric_split`` is val, else
-        ``accuracy`` (test). The one rule is ``analysis.metric_column``, which readers of a run directory
-        use without a space; imported when asked, as ``recipesearch.analysis`` brings pandas."""
-        from recipesearch.analysis import metric_column
-
+        ``accuracy`` (test). The one rule is ``trials_columns.metric_column``, which readers of a run
+        directory use without a space."""
         return metric_column(self.metric_split)
 
     def cost(self, train_seconds: float) -> float | None:

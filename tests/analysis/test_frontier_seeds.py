@@ -41,7 +41,8 @@ def test_points_are_seed_means_with_intervals():
     assert p["val_accuracy"].to_numpy() == pytest.approx([0.80, 0.85, 0.90])
     assert p["test_accuracy_mean"].to_numpy() == pytest.approx([0.78, 0.83, 0.88])
     half = 0.004 * 2 / math.sqrt(3) * 0 + np.std(NOISE, ddof=1) / math.sqrt(3) * 4.302652729911275  # t(0.975, 2)
-    assert p["accuracy_ci_high"].to_numpy() - p["accuracy_mean"].to_numpy() == pytest.approx([half] * 3)
+    assert p["val_accuracy_ci_high"].to_numpy() - p["val_accuracy_mean"].to_numpy() == pytest.approx([half] * 3)
+    assert not {"accuracy_mean", "accuracy_ci_low", "test_accuracy_ci_low"} & set(p.columns)  # named by split
     assert list(f.baseline_curve.times) == pytest.approx([1.0, 2.0, 4.0])
 
 

@@ -78,7 +78,7 @@ def test_confirmed_front_is_made_of_seed_means(info):
     assert (front["n_seeds"] == 3).all()
     assert front["accuracy"].to_numpy() == pytest.approx([0.90, 0.95, 0.962, 0.97])
     assert front["train_seconds"].to_numpy() == pytest.approx([2.0, 4.0, 7.0, 15.0])
-    assert (front["accuracy_ci_high"] - front["accuracy"]).to_numpy() == pytest.approx([ACC_HALF] * 4)
+    assert (front["test_accuracy_ci_high"] - front["accuracy"]).to_numpy() == pytest.approx([ACC_HALF] * 4)
     # seconds at -/+ 1/16 of the mean: std = mean / 16
     half = (front["train_seconds_ci_high"] - front["train_seconds"]).to_numpy()
     assert half == pytest.approx(T_975_2 * np.array([2.0, 4.0, 7.0, 15.0]) / 16 / math.sqrt(3))

@@ -16,7 +16,7 @@ from recipesearch.report import build_info, load_run, write_report
 from .fake_run import trials_frame, write_run_dir
 
 VAL_TEXT = "selected on validation (15 % of train held out); test accuracy is reported, never used to choose"
-TEST_TEXT = "this run selected on the test split: its test accuracies are optimistic; use metric_split: val"
+TEST_TEXT = "this search selected on the test split: its test accuracies are optimistic; use metric_split: val"
 VAL_META = {"objectives": ["accuracy", "train_seconds"], "directions": ["maximize", "minimize"],
             "metric_split": "val"}
 
