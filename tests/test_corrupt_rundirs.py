@@ -48,7 +48,8 @@ from recipesearch.cli import main
 
 # 1) the valid run directory -------------------------------------------------------------------------
 
-SPACE: dict[str, Any] = {  # 6 trials (2 budgets x 2 baseline seeds, 2 proposals) + 3 confirmation runs
+SPACE: dict[str, Any] = {  # 6 trials (2 budgets x 2 baseline seeds, 2 proposals) + 7 confirmation runs (4 of them
+    # the paired baseline)
     "name": "corpus",
     "base": {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits"},
              "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5.0e-4},
@@ -57,7 +58,7 @@ SPACE: dict[str, Any] = {  # 6 trials (2 budgets x 2 baseline seeds, 2 proposals
     "budgets": [0.5, 1], "trials": 6, "threads_per_trial": 1, "resources": {"cpus": 1},
     "sampler": {"name": "tpe", "seed": 0}, "hparams": {"optimizer.lr": {"scale": [0.5, 2]}},
     "algorithms": {"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}},
-    "metric_split": "val", "baseline": {"seeds": 2}, "confirm": {"top_k": 1, "seeds": 2},
+    "metric_split": "val", "baseline": {"seeds": 2}, "confirm": {"top_k": 1, "seeds": 2, "max_share": 0.6},
 }  # fmt: skip
 
 
@@ -334,7 +335,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], Outcome, Outcome, Outcome]] 
 
 # space.yaml: shown by the report and named in exported recipes (a mapping is all they need); the resume
 # compares it with SPACE. Missing: the report and export do without it, a resume has nothing to compare.
-SPACE_WORDS = {"empty": ": not a search space", "truncated halfway": ":22: invalid YAML: could not find expected ':'",
+SPACE_WORDS = {"empty": ": not a search space", "truncated halfway": ":23: invalid YAML: could not find expected ':'",
                "binary garbage": "not UTF-8"}
 for name, damage in GENERIC:
     words = SPACE_WORDS.get(name, NOT_TEXT.get(name, ""))
