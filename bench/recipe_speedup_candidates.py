@@ -199,6 +199,25 @@ def longer_budget_arms(
     return [(name, rec), *((f"{trial}'s recipe @ budget {b:g} (longer)", {**rec, "budget": b}) for b in budgets)]
 
 
+def search_claims(run_dir: Path) -> tuple[Any, list[dict[str, Any]]]:
+    """(frontier, confirmed claims as dicts): ``analysis.replication.claims_of`` on the run's trials."""
+    from dataclasses import asdict
+
+    from recipesearch.analysis.frontier import Objectives, frontier
+    from recipesearch.analysis.replication import claims_of
+    from recipesearch.rundir import RunDir
+
+    run = RunDir(run_dir)
+    f = frontier(run.read_trials(), Objectives.from_run_meta(run.read_meta()))
+    return f, [{**asdict(c), "budgets": list(c.budgets), "ci": [c.ci_low, c.ci_high]} for c in claims_of(f)]
+
+
+def recipe_of(f: Any, recipe_key: str) -> dict[str, Any]:
+    """The recipe of ``recipe_key``'s first completed trial."""
+    rows = f.completed_trials[f.completed_trials["recipe_key"] == recipe_key].sort_values("number")
+    return json.loads(rows.iloc[0]["recipe_json"])
+
+
 def confirmed_candidates(
     run_dir: Path, ok: Any, curve_budgets: list[float], objectives: Objectives | None = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, list[str]]]:
@@ -211,9 +230,7 @@ def confirmed_candidates(
     front's most accurate recipe when it is another one. Empty when the run confirmed no curve (older runs):
     ``front_candidates`` and ``longer_budget_arms`` then pick from the unconfirmed front.
     """
-    from bench.replication import claims, recipe_of
-
-    f, found = claims(run_dir)
+    f, found = search_claims(run_dir)
     # a confirmed curve; else a confirmed point (its recipe, trained at every budget by the confirmation stage)
     pool = [c for c in found if c["kind"] == "curve"] or [c for c in found if c["kind"] == "point"]
     if not pool:

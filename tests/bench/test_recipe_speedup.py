@@ -207,7 +207,7 @@ def test_without_a_confirmed_curve_the_best_confirmed_point_gives_its_recipe_at_
     recipe's whole curve, the budgets its confirmation trained and the baseline's longer ones."""
     from types import SimpleNamespace
 
-    import bench.replication as replication
+    import bench.recipe_speedup_candidates as candidates
     from bench.recipe_speedup_candidates import confirmed_candidates
 
     recipe = {"name": "r", "max_duration": 2, "budget": 2.0, "algorithms": {"blurpool": {}}}
@@ -218,11 +218,11 @@ def test_without_a_confirmed_curve_the_best_confirmed_point_gives_its_recipe_at_
     point = {"kind": "point", "recipe_key": "a", "number": 28, "algorithms": "blurpool", "budgets": [2.0],
              "speedup": 1.76, "ci": [1.09, 1.98], "target": 0.9167}
     slower = {**point, "recipe_key": "b", "number": 29, "speedup": 1.2}
-    monkeypatch.setattr(replication, "claims", lambda run_dir: (f, [slower, point]))
+    monkeypatch.setattr(candidates, "search_claims", lambda run_dir: (f, [slower, point]))
     cands, curves = confirmed_candidates(Path("run"), trials, [0.5, 1.0, 2.0, 5.0])
     assert [label for label, _ in cands][:4] == [f"trial 28's recipe @ budget {b}" for b in ("2", "3", "4", "5")]
     assert [rec["budget"] for _, rec in cands][:4] == [2.0, 3.0, 4.0, 5.0]
     (name, labels), = curves.items()
     assert "confirmed 1.76x at budget 2 [1.09–1.98]" in name and len(labels) == 4
-    monkeypatch.setattr(replication, "claims", lambda run_dir: (f, []))
+    monkeypatch.setattr(candidates, "search_claims", lambda run_dir: (f, []))
     assert confirmed_candidates(Path("run"), trials, [5.0]) == ([], {})

@@ -40,7 +40,7 @@ def test_in_process_cannot_join_a_cluster(tmp_path, write_space):
 def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(tmp_path, write_space):
     # the shipped defaults on a tiny space: validation split, LR sweep, baseline seeds, confirmation
     path = write_space(trials=8, metric_split="val", baseline={"seeds": 2, "tune_lr": True},
-                       confirm={"top_k": 1, "seeds": 2, "max_share": 0.6})
+                       confirm={"top_k": 1, "seeds": 2, "max_share": 0.9})
     out = tmp_path / "run"
     result = recipesearch.search(path, out=out, executor="inprocess", quiet=True, report=False)
     csv = pd.read_csv(out / "trials.csv")

@@ -134,7 +134,7 @@ def test_kill_9_during_confirmation_then_resume(tmp_path, write_space, ray_env, 
     from recipesearch.engine import study as st
 
     space = write_space(trials=8, metric_split="val", baseline={"seeds": 2},
-                        confirm={"top_k": 2, "seeds": 3, "max_share": 0.6})
+                        confirm={"top_k": 2, "seeds": 3, "max_share": 0.9})
     out, log = tmp_path / "run", tmp_path / "first.log"
     proc = _start(space, out, ray_env, log)
     _wait_for(proc, out, log, "completed confirmation run",
