@@ -14,6 +14,9 @@ Self-contained on purpose: the copy is the only file Ray ships to its workers (n
                 trials have: concurrent trials surely overlap
     pause_rungs after each rung report (the scheduler's answer in), count it in FILE and sleep (the first
                 ``pauses`` reports): a test can kill -9 the search while a trial sits in a rung
+    group_timeout  a multi-worker trial's rank 0 waits only ``seconds`` for its group to form (the first attempt
+                only, ``once``), the configured timeout on the later ones: a peer killed before the group forms
+                costs its first attempt seconds, not the timeout its retry needs for a slow peer's start
     fake_cuda   a trial Ray gave a (fake) GPU records "cuda" and Ray's ids but trains on the CPU, on machines
                 whose Ray was given GPUs they do not have (``ray.init(num_gpus=4)``)
 """
@@ -98,6 +101,25 @@ def pause_rungs(file: str, sleep: float = 1, pauses: int = 1_000_000) -> faults.
     return hook
 
 
+def group_timeout(trial: int, seconds: float, once: str) -> faults.Hook:
+    from recipesearch.engine.ranks import TIMEOUT_ENV
+
+    configured = os.environ.get(TIMEOUT_ENV)
+
+    def hook(at: str, config: dict[str, Any], info: dict[str, Any]) -> None:
+        # rank 0's "start" comes before it reads the timeout (engine/ranks.py run_workers), in this process
+        if at != "start" or int(config.get("number", -1)) != trial or _rank(config) != 0:
+            return
+        if _first_time(once):
+            os.environ[TIMEOUT_ENV] = f"{seconds:g}"
+        elif configured is None:  # a retry in the same (reused) process: back to what the search configured
+            os.environ.pop(TIMEOUT_ENV, None)
+        else:
+            os.environ[TIMEOUT_ENV] = configured
+
+    return hook
+
+
 def fake_cuda() -> faults.Hook:
     def hook(at: str, config: dict[str, Any], info: dict[str, Any]) -> dict[str, Any] | None:
         recipe = config.get("recipe")
@@ -108,7 +130,8 @@ def fake_cuda() -> faults.Hook:
     return hook
 
 
-KINDS = {"sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs, "fake_cuda": fake_cuda}
+KINDS = {"sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs,
+         "group_timeout": group_timeout, "fake_cuda": fake_cuda}
 INSTALLED: list[faults.Hook] = []
 
 
