@@ -122,15 +122,16 @@ def _ray(cpus: int = 4, gpus: int = 0, plugin: Path | None = None) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_search_of_two_worker_trials(tmp_path, write_space, ray_env, run_cli, load_run_study):
-    """``recipesearch search`` on its own local Ray (2 CPUs here): every trial trains on 2 ranks (one bundle
+def test_a_search_of_two_worker_trials(tmp_path, write_space, shared_ray, run_cli, load_run_study):
+    """``recipesearch search`` on a Ray of 2 CPUs (the session's shared one): every trial trains on 2 ranks (one bundle
     each); the study records it. (A batch size the workers cannot share is refused when the space loads:
     tests/space/test_reachable_combinations.py.)"""
     path = write_space(trials=4, concurrency=2, resources={"cpus": 1, "workers": 2},
                        hparams={"batch_size": {"choices": [64, 32]}}, algorithms={},
                        sampler={"name": "random", "seed": 1})
     out = tmp_path / "run"
-    r = run_cli(["search", str(path), "--out", str(out), "--no-report"], env=ray_env, timeout=240)
+    r = run_cli(["search", str(path), "--out", str(out), "--no-report", *shared_ray.args], env=shared_ray.env,
+                timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
     header = next(line for line in r.stdout.splitlines() if "search tiny:" in line)
     assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, no GPU (the cluster has none)"), header

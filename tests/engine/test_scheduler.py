@@ -225,8 +225,9 @@ def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path
                        concurrency=1)
     out = tmp_path / "run"
     marker = out.parent / "in_rung"
-    # the first 6 rung reports pause 3 s: the kill below lands in one (the --resume's own reports need not wait)
-    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 3, "pauses": 6})
+    # the 4th to 6th rung reports pause 3 s: the kill below lands in one (the earlier ones need not wait for it,
+    # nor the --resume's own reports)
+    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 3, "pauses": 6, "after": 3})
     proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(path), "--out", str(out),
                              "--executor", "inprocess", "--quiet", "--no-report", "--plugin", faults], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)

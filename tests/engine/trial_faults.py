@@ -13,7 +13,8 @@ Self-contained on purpose: the copy is the only file Ray ships to its workers (n
     hold        every trial marks FOLDER/<number> at its start and waits (at most ``timeout`` s) until ``parties``
                 trials have: concurrent trials surely overlap
     pause_rungs after each rung report (the scheduler's answer in), count it in FILE and sleep (the first
-                ``pauses`` reports): a test can kill -9 the search while a trial sits in a rung
+                ``pauses`` reports, but for the first ``after`` of them): a test can kill -9 the search while a
+                trial sits in a rung
     group_timeout  a multi-worker trial's rank 0 waits only ``seconds`` for its group to form (the first attempt
                 only, ``once``), the configured timeout on the later ones: a peer killed before the group forms
                 costs its first attempt seconds, not the timeout its retry needs for a slow peer's start
@@ -85,7 +86,7 @@ def hold(folder: str, parties: int, timeout: float = 60) -> faults.Hook:
     return hook
 
 
-def pause_rungs(file: str, sleep: float = 1, pauses: int = 1_000_000) -> faults.Hook:
+def pause_rungs(file: str, sleep: float = 1, pauses: int = 1_000_000, after: int = 0) -> faults.Hook:
     def hook(at: str, config: dict[str, Any], info: dict[str, Any]) -> None:
         if at != "rung":
             return
@@ -95,7 +96,7 @@ def pause_rungs(file: str, sleep: float = 1, pauses: int = 1_000_000) -> faults.
             count = 0
         with open(file, "w") as f:
             f.write(str(count + 1))
-        if count < pauses:  # a --resume imports the recorded plugin again: its reports need not pause
+        if after <= count < pauses:  # a --resume imports the recorded plugin again: its reports need not pause
             time.sleep(sleep)
 
     return hook
