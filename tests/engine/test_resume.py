@@ -137,8 +137,6 @@ def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, 
 def test_kill_9_during_confirmation_then_resume(tmp_path, write_space, ray_env, run_cli, load_run_study, ray_kit):
     from recipesearch.engine import study as st
 
-    # max_share 0.9 (the most allowed): the stage is planned from measured train seconds, and with 0.6 a suite run
-    # once found no proposal within the share (a slow baseline run), so the search ended before any kill
     space = write_space(trials=8, metric_split="val", baseline={"seeds": 2},
                         confirm={"top_k": 2, "seeds": 3, "max_share": 0.9})
     out, log = tmp_path / "run", tmp_path / "first.log"
