@@ -1,4 +1,5 @@
-"""Search fixtures: tiny digits spaces (trials of ~0.2-0.6 s) and Ray isolated per test.
+"""Search fixtures: tiny digits spaces (trials of ~0.2-0.6 s), Ray isolated per test, and one shared Ray for the
+searches that only need a Ray.
 
 Ray here always stays on loopback and in a temp dir of its own (``RAY_TMPDIR``), so a test can find and
 end exactly the Ray processes it started (``kill_ray_processes``) without touching anyone else's Ray.
@@ -219,8 +220,8 @@ RAY = str(Path(sys.executable).with_name("ray"))
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
 
 
-def _ray_start(args: list[str], env: dict[str, str]) -> None:
-    r = subprocess.run([RAY, "start", "--disable-usage-stats", "--num-cpus=1", *args], env=env,
+def _ray_start(args: list[str], env: dict[str, str], cpus: int = 1) -> None:
+    r = subprocess.run([RAY, "start", "--disable-usage-stats", f"--num-cpus={cpus}", *args], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -261,6 +262,33 @@ def loopback_cluster(ray_env):
     finally:
         kill_ray_processes(marker, grace=3)  # a cluster that is thrown away: its exit need not be clean
     assert not ray_pids(marker)
+
+
+@pytest.fixture(scope="session")
+def shared_ray():
+    """One local Ray (head 127.0.0.2, 2 CPUs) for the searches of this test process that need "a Ray" and none
+    of their own: ``run_cli([..., *shared_ray.args], env=shared_ray.env)``, ``args`` being ``--address`` and its
+    address. Joining it spares each search the start and stop of a local Ray (~5 s of its ~15 s on this
+    machine). Tests that kill Ray's processes, set Ray's own settings, or check how a search starts its local
+    Ray keep ``ray_env``.
+
+    Started on first use, once per pytest(-xdist) process; ended by pid at the session's end, as ``ray_env`` does."""
+    from types import SimpleNamespace
+
+    tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must stay < 108 chars
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": tmp, "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_worker_niceness": "0"}  # as ray_env: workers at this process's priority
+    # Unmarked, whatever an in-process search of this process left in its environment: a search's start stops
+    # the processes marked with a driver that is gone (engine/ray_orphans.py), never a joined cluster's.
+    env.pop("RECIPESEARCH_RAY_OWNER", None)
+    address = f"{HEAD_IP}:{free_port(HEAD_IP)}"
+    try:
+        _ray_start(["--head", f"--node-ip-address={HEAD_IP}", f"--port={address.rsplit(':', 1)[1]}",
+                    "--include-dashboard=false"], env, cpus=2)
+        yield SimpleNamespace(address=address, args=["--address", address], env=env, marker=tmp)
+    finally:
+        kill_ray_processes(tmp, grace=3)
+        subprocess.run(["rm", "-rf", tmp], check=False)
 
 
 @pytest.fixture

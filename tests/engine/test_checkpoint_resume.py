@@ -56,12 +56,13 @@ def _check_resumed(trial, trials) -> None:
     assert uncut[0] / 3 < attrs["train_seconds"] / attrs["steps"] < 3 * uncut[-1], (attrs, uncut)
 
 
-def test_a_worker_killed_after_a_checkpoint_is_retried_from_it(tmp_path, write_space, ray_env, run_cli,
+def test_a_worker_killed_after_a_checkpoint_is_retried_from_it(tmp_path, write_space, shared_ray, run_cli,
                                                                 load_run_study, trial_faults):
     out = tmp_path / "run"
     faults = trial_faults({"kind": "sigkill", "trial": 1, "after_checkpoint": 2, "once": str(tmp_path / "struck")})
     space = _space(write_space, epochs=6, minutes=0.002, trials=3, concurrency=1)  # every 0.12 s
-    r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults], env=ray_env)
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults, *shared_ray.args],
+                env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "struck").exists()  # killed after its second checkpoint reached Tune
     trials = load_run_study(out).get_trials()

@@ -122,15 +122,16 @@ def _ray(cpus: int = 4, gpus: int = 0, plugin: Path | None = None) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_search_of_two_worker_trials(tmp_path, write_space, ray_env, run_cli, load_run_study):
-    """``recipesearch search`` on its own local Ray (2 CPUs here): every trial trains on 2 ranks (one bundle
+def test_a_search_of_two_worker_trials(tmp_path, write_space, shared_ray, run_cli, load_run_study):
+    """``recipesearch search`` on a Ray of 2 CPUs (the session's shared one): every trial trains on 2 ranks (one bundle
     each); the study records it. (A batch size the workers cannot share is refused when the space loads:
     tests/space/test_reachable_combinations.py.)"""
     path = write_space(trials=4, concurrency=2, resources={"cpus": 1, "workers": 2},
                        hparams={"batch_size": {"choices": [64, 32]}}, algorithms={},
                        sampler={"name": "random", "seed": 1})
     out = tmp_path / "run"
-    r = run_cli(["search", str(path), "--out", str(out), "--no-report"], env=ray_env, timeout=240)
+    r = run_cli(["search", str(path), "--out", str(out), "--no-report", *shared_ray.args], env=shared_ray.env,
+                timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
     header = next(line for line in r.stdout.splitlines() if "search tiny:" in line)
     assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, no GPU (the cluster has none)"), header
@@ -215,14 +216,16 @@ def _tiny_base():
 def test_a_peer_whose_process_dies_is_retried(tmp_path, write_space, ray_env, monkeypatch, load_run_study,
                                               trial_faults):
     """Rank 1's process is killed (SIGKILL, first attempt only) before the group forms: rank 0 gives up at the
-    group's timeout (45 s here), the attempt ends as a lost worker, Tune runs the trial again and it completes."""
+    group's timeout, the attempt ends as a lost worker, Tune runs the trial again and it completes."""
     from recipesearch.engine import study as st
     from recipesearch.engine.api import search
     from recipesearch.engine.ranks import TIMEOUT_ENV
 
-    faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "once": str(tmp_path / "struck")})
     # The retry's rank 1 is a fresh Ray worker: importing torch took over 16 s on 2 cores loaded by the suite's
-    # other half (seen in `make test`), so the group waits 45 s, not the 15 s the first attempt needs to give up
+    # other half (seen in `make test`), so the retry's group waits 45 s; the first attempt, whose rank 1 is
+    # surely dead, waits 3 s (``group_timeout``) rather than spend the 45 s on a peer that never comes.
+    faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "once": str(tmp_path / "struck")},
+                          {"kind": "group_timeout", "trial": 0, "seconds": 3, "once": str(tmp_path / "short")})
     monkeypatch.setenv(TIMEOUT_ENV, "45")
     _ray(4, plugin=tmp_path / f"{faults}.py")
     path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={})

@@ -20,14 +20,14 @@ def _snapshot(out):
             if p.is_file() and "ray" not in p.relative_to(out).parts and p.suffix in (".yaml", ".json")}
 
 
-def test_a_second_driver_on_a_running_run_directory_changes_nothing(tmp_path, write_space, ray_env, run_cli,
+def test_a_second_driver_on_a_running_run_directory_changes_nothing(tmp_path, write_space, shared_ray, run_cli,
                                                                      wait_for_trials):
     space = write_space(trials=8, concurrency=1, base={"model": {"name": "cnn", "width": 8},
                                                         "data": {"name": "digits"}, "max_duration": 4,
                                                         "batch_size": 64, "device": "cpu"})
     out, log = tmp_path / "run", tmp_path / "first.log"
-    cmd = ["search", str(space), "--out", str(out), "--quiet", "--no-report"]
-    first = subprocess.Popen([sys.executable, "-m", "recipesearch", *cmd], cwd=REPO, env=ray_env,
+    cmd = ["search", str(space), "--out", str(out), "--quiet", "--no-report", *shared_ray.args]
+    first = subprocess.Popen([sys.executable, "-m", "recipesearch", *cmd], cwd=REPO, env=shared_ray.env,
                              stdout=log.open("w"), stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
@@ -37,7 +37,7 @@ def test_a_second_driver_on_a_running_run_directory_changes_nothing(tmp_path, wr
         wait_for_trials(first, out, log, "a running trial", lambda ts: any(t.state.name == "RUNNING" for t in ts))
         before = _snapshot(out)
         for extra in (["--resume"], ["--force"], []):
-            r = run_cli([*cmd, *extra], env=ray_env, timeout=120)
+            r = run_cli([*cmd, *extra], env=shared_ray.env, timeout=120)
             lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
             assert r.returncode == 2 and len(lines) == 1, (extra, r.stdout, r.stderr)
             if extra:

@@ -126,15 +126,6 @@ def test_search_end_to_end(tmp_path, write_space, ray_env, load_run_study):
     assert not ray.is_initialized()  # we stop the Ray we started
 
 
-def test_a_local_run_is_quiet_about_ray_auth(tmp_path, write_space, ray_env, run_cli):
-    """A local Ray on loopback needs no token: no authentication warning (nor the variable set by hand)."""
-    env = {k: v for k, v in ray_env.items() if k != "RAY_AUTH_MODE"}
-    r = run_cli(["search", str(write_space(trials=2)), "--out", str(tmp_path / "run"), "--quiet", "--no-report"],
-                env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "Token authentication" not in r.stdout + r.stderr
-
-
 @pytest.mark.ray
 def test_a_local_ray_is_quiet_and_serves_no_dashboard(ray_env, capfd):
     from recipesearch.engine.ray_tune import RayHandle

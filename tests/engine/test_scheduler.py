@@ -191,9 +191,9 @@ def test_a_real_pruned_run_stops_training_at_its_rung(tmp_path, make_space):
     assert all(t.user_attrs["rung_seconds"] > 0 for t in complete if st.stage_of(t) == st.SEARCH)
 
 
-def test_ray_stops_a_pruned_trials_worker(tmp_path, write_space, ray_env):
-    """On Ray Tune: the scheduler's STOP ends the trial's training; PRUNED in the study and trials.csv; the
-    search finishes its trial count."""
+def test_ray_stops_a_pruned_trials_worker(tmp_path, write_space, ray_env, shared_ray):
+    """On Ray Tune (the session's shared Ray): the scheduler's STOP ends the trial's training; PRUNED in the
+    study and trials.csv; the search finishes its trial count."""
     from recipesearch.engine.api import search
 
     # 8 trials: with 6, one was a repeat of the baseline recipe (answered, never trained) and the 4 newcomers left
@@ -202,7 +202,7 @@ def test_ray_stops_a_pruned_trials_worker(tmp_path, write_space, ray_env):
                        budgets=[1], hparams={"optimizer.lr": {"choices": [0.2, 1.0e-5]}},
                        sampler={"name": "random", "seed": 0}, concurrency=1, base={**TINY_BASE, "max_duration": 4})
     out = tmp_path / "run"
-    df = search(path, out=out, quiet=True, report=False).trials
+    df = search(path, out=out, quiet=True, report=False, address=shared_ray.address).trials
     csv = pd.read_csv(out / "trials.csv")
     assert st.count_finished_rows(csv) == 8 and df["state"].tolist() == csv["state"].tolist()
     # seven proposals, at most half of each rung's trials go on: someone was stopped
@@ -225,8 +225,9 @@ def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path
                        concurrency=1)
     out = tmp_path / "run"
     marker = out.parent / "in_rung"
-    # the first 6 rung reports pause 3 s: the kill below lands in one (the --resume's own reports need not wait)
-    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 3, "pauses": 6})
+    # the 4th to 6th rung reports pause 3 s: the kill below lands in one (the earlier ones need not wait for it,
+    # nor the --resume's own reports)
+    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 3, "pauses": 6, "after": 3})
     proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(path), "--out", str(out),
                              "--executor", "inprocess", "--quiet", "--no-report", "--plugin", faults], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)

@@ -3,7 +3,8 @@ again by Ray Tune (``max_failures`` in the space); one that dies on every attemp
 search goes on, and ``--resume`` runs it again. A trial failing for its own reason is never retried.
 
 The deaths are injected as user code (the ``trial_faults`` fixture, a ``--plugin`` module): the worker SIGKILLs
-itself, or allocates memory until Ray's memory monitor kills it.
+itself, or allocates memory until Ray's memory monitor kills it. The searches join the session's shared Ray
+(``shared_ray``), but for the memory monitor's, which sets that Ray's threshold.
 """
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ def _trials(out: Path, load_run_study) -> tuple[list, pd.DataFrame]:
     return load_run_study(out).get_trials(), pd.read_csv(out / "trials.csv")
 
 
-def test_a_trial_whose_worker_dies_once_runs_again_and_completes(tmp_path, write_space, ray_env, run_cli,
+def test_a_trial_whose_worker_dies_once_runs_again_and_completes(tmp_path, write_space, shared_ray, run_cli,
                                                                   load_run_study, trial_faults):
     out = tmp_path / "run"
     faults = trial_faults({"kind": "sigkill", "trial": 1, "once": str(tmp_path / "struck")})
     r = run_cli(["search", str(write_space(trials=4, concurrency=1)), "--out", str(out), "--no-report",
-                 "--plugin", faults], env=ray_env)
+                 "--plugin", faults, *shared_ray.args], env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "struck").exists()  # the fault did strike
     trials, df = _trials(out, load_run_study)
@@ -37,10 +38,11 @@ def test_a_trial_whose_worker_dies_once_runs_again_and_completes(tmp_path, write
 
 
 def test_a_worker_lost_on_every_attempt_fails_its_trial_and_resume_runs_it_again(
-        tmp_path, write_space, ray_env, run_cli, load_run_study, trial_faults):
+        tmp_path, write_space, shared_ray, run_cli, load_run_study, trial_faults):
     space, out = write_space(trials=4, concurrency=1, max_failures=1), tmp_path / "run"
     faults = trial_faults({"kind": "sigkill", "trial": 2})
-    r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults], env=ray_env)
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults, *shared_ray.args],
+                env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr  # the search went on past the lost trial
     trials, df = _trials(out, load_run_study)
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
@@ -50,7 +52,8 @@ def test_a_worker_lost_on_every_attempt_fails_its_trial_and_resume_runs_it_again
     assert lost.user_attrs["error"].startswith(("worker crashed", "out of memory")), lost.user_attrs["error"]
     assert "Traceback" not in r.stdout + r.stderr
 
-    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--no-report"], env=ray_env)
+    resume = ["search", str(space), "--out", str(out), "--resume", "--no-report", *shared_ray.args]
+    r = run_cli(resume, env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr
     trials, df = _trials(out, load_run_study)
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
@@ -58,15 +61,15 @@ def test_a_worker_lost_on_every_attempt_fails_its_trial_and_resume_runs_it_again
     assert rerun.user_attrs["requeued_from"] == 2 and rerun.params == lost.params
     assert df["number"].tolist() == [0, 1, 2, 3, 4] and df.loc[4, "requeued_from"] == 2
     # the budget counts the re-run in place of the lost trial: a further resume has nothing to do
-    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--no-report"], env=ray_env)
+    r = run_cli(resume, env=shared_ray.env)
     assert r.returncode == 0 and len(load_run_study(out).get_trials()) == 5, r.stdout + r.stderr
 
 
-def test_a_trial_failing_for_its_own_reason_is_not_retried(tmp_path, write_space, ray_env, run_cli, load_run_study):
+def test_a_trial_failing_for_its_own_reason_is_not_retried(tmp_path, write_space, shared_ray, run_cli, load_run_study):
     # An LR of 1e30 diverges: a result (FAIL with its reason), not a dead worker.
     space = write_space(trials=3, concurrency=1, hparams={"optimizer.lr": {"choices": [1.0e30]}}, algorithms={})
     out = tmp_path / "run"
-    r = run_cli(["search", str(space), "--out", str(out), "--no-report"], env=ray_env)
+    r = run_cli(["search", str(space), "--out", str(out), "--no-report", *shared_ray.args], env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr
     trials, _ = _trials(out, load_run_study)
     proposals = [t for t in trials if t.user_attrs.get("stage") == "search"]

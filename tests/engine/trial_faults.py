@@ -13,7 +13,11 @@ Self-contained on purpose: the copy is the only file Ray ships to its workers (n
     hold        every trial marks FOLDER/<number> at its start and waits (at most ``timeout`` s) until ``parties``
                 trials have: concurrent trials surely overlap
     pause_rungs after each rung report (the scheduler's answer in), count it in FILE and sleep (the first
-                ``pauses`` reports): a test can kill -9 the search while a trial sits in a rung
+                ``pauses`` reports, but for the first ``after`` of them): a test can kill -9 the search while a
+                trial sits in a rung
+    group_timeout  a multi-worker trial's rank 0 waits only ``seconds`` for its group to form (the first attempt
+                only, ``once``), the configured timeout on the later ones: a peer killed before the group forms
+                costs its first attempt seconds, not the timeout its retry needs for a slow peer's start
     fake_cuda   a trial Ray gave a (fake) GPU records "cuda" and Ray's ids but trains on the CPU, on machines
                 whose Ray was given GPUs they do not have (``ray.init(num_gpus=4)``)
 """
@@ -82,7 +86,7 @@ def hold(folder: str, parties: int, timeout: float = 60) -> faults.Hook:
     return hook
 
 
-def pause_rungs(file: str, sleep: float = 1, pauses: int = 1_000_000) -> faults.Hook:
+def pause_rungs(file: str, sleep: float = 1, pauses: int = 1_000_000, after: int = 0) -> faults.Hook:
     def hook(at: str, config: dict[str, Any], info: dict[str, Any]) -> None:
         if at != "rung":
             return
@@ -92,8 +96,27 @@ def pause_rungs(file: str, sleep: float = 1, pauses: int = 1_000_000) -> faults.
             count = 0
         with open(file, "w") as f:
             f.write(str(count + 1))
-        if count < pauses:  # a --resume imports the recorded plugin again: its reports need not pause
+        if after <= count < pauses:  # a --resume imports the recorded plugin again: its reports need not pause
             time.sleep(sleep)
+
+    return hook
+
+
+def group_timeout(trial: int, seconds: float, once: str) -> faults.Hook:
+    from recipesearch.engine.ranks import TIMEOUT_ENV
+
+    configured = os.environ.get(TIMEOUT_ENV)
+
+    def hook(at: str, config: dict[str, Any], info: dict[str, Any]) -> None:
+        # rank 0's "start" comes before it reads the timeout (engine/ranks.py run_workers), in this process
+        if at != "start" or int(config.get("number", -1)) != trial or _rank(config) != 0:
+            return
+        if _first_time(once):
+            os.environ[TIMEOUT_ENV] = f"{seconds:g}"
+        elif configured is None:  # a retry in the same (reused) process: back to what the search configured
+            os.environ.pop(TIMEOUT_ENV, None)
+        else:
+            os.environ[TIMEOUT_ENV] = configured
 
     return hook
 
@@ -108,7 +131,8 @@ def fake_cuda() -> faults.Hook:
     return hook
 
 
-KINDS = {"sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs, "fake_cuda": fake_cuda}
+KINDS = {"sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs,
+         "group_timeout": group_timeout, "fake_cuda": fake_cuda}
 INSTALLED: list[faults.Hook] = []
 
 

@@ -81,7 +81,7 @@ def test_resumed_run_is_bit_identical_to_the_uninterrupted_one(tiny_recipe, tmp_
 
 
 def test_checkpoints_are_outside_train_seconds(tiny_recipe, tmp_path):
-    recipe = tiny_recipe(max_duration=2)
+    recipe = tiny_recipe(max_duration=0.25)  # 11 steps: 10 checkpoints of 0.25 s (2 epochs' 89 took 22 s)
     slow, every = 0.25, 0.0
 
     def slow_checkpoint(path, info):

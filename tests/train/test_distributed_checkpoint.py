@@ -83,7 +83,13 @@ def _resume(job, rank):
     return {"result": result.to_dict(), "state": _state(trainer), "start": start}
 
 
-_JOBS = {"whole": _whole, "crash": _crash, "resume": _resume}
+def _sequence(job, rank):
+    """``job["jobs"]`` one after another in this group, each from its own seeded start: one spawn of the ranks
+    (their start and torch import: seconds each) for runs that need no fresh process of their own."""
+    return [_JOBS[each["kind"]](each, rank) for each in job["jobs"]]
+
+
+_JOBS = {"whole": _whole, "crash": _crash, "resume": _resume, "sequence": _sequence}
 
 
 def _rank_main(rank: int, world: int, port: int, out: str, job: dict) -> None:
@@ -116,9 +122,10 @@ def _differ(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> list[str]
 def test_two_ranks_resumed_mid_epoch_end_bit_identical(tmp_path, name, crash_step):
     """Stopped mid-way through the first epoch (the second epoch's order is drawn after the resume) or the
     second (after SWA started)."""
-    whole = run_ranks({"kind": "whole", "recipe": name})
-    crashed = run_ranks({"kind": "crash", "recipe": name, "crash_step": crash_step, "every": 0.0,
-                         "dir": str(tmp_path)})
+    found = run_ranks({"kind": "sequence", "jobs": [
+        {"kind": "whole", "recipe": name},
+        {"kind": "crash", "recipe": name, "crash_step": crash_step, "every": 0.0, "dir": str(tmp_path)}]})
+    whole, crashed = ([rank[i] for rank in found] for i in range(2))
     # every rank paused at the same steps; the file is rank 0's
     assert [s for s, _ in crashed[0]["seen"]] == [s for s, _ in crashed[1]["seen"]] == list(range(1, crash_step + 1))
     assert {p for _, p in crashed[0]["seen"]} == {str(tmp_path / checkpoint.FILENAME)}
@@ -163,8 +170,10 @@ def test_a_checkpoint_of_another_world_size_is_not_restored(tmp_path):
         Trainer(recipe, checkpoint_every=0.0, checkpoint_dir=one,
                 on_checkpoint=lambda path, info: (_ for _ in ()).throw(Crash())).fit()
     assert (one / checkpoint.FILENAME).exists()
-    resumed = run_ranks({"kind": "resume", "recipe": name, "dir": str(one), "overrides": {"max_duration": 0.5}})
-    fresh = run_ranks({"kind": "whole", "recipe": name, "overrides": {"max_duration": 0.5}})
+    found = run_ranks({"kind": "sequence", "jobs": [  # the resume first: its ranks' first run, as in a new trial
+        {"kind": "resume", "recipe": name, "dir": str(one), "overrides": {"max_duration": 0.5}},
+        {"kind": "whole", "recipe": name, "overrides": {"max_duration": 0.5}}]})
+    resumed, fresh = ([rank[i] for rank in found] for i in range(2))
     assert [r["start"] for r in resumed] == [0, 0]
     assert any("1 data-parallel workers, this run has 2" in w for w in resumed[0]["result"]["warnings"])
     assert resumed[0]["result"]["accuracy"] == fresh[0]["result"]["accuracy"]
