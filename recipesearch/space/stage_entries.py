@@ -28,7 +28,7 @@ class BaselineEntry(Section):
 
 
 class ConfirmEntry(Section):
-    """``confirm: {top_k: 5, seeds: 3, max_share: 0.4}`` or ``confirm: false``: the confirmation stage.
+    """``confirm: {top_k: 5, seeds: 3, max_share: 0.55}`` or ``confirm: false``: the confirmation stage.
 
     After the proposals, up to ``top_k`` non-dominated candidates (on the selection metric) are trained
     again with ``seeds`` seeds in all at every budget of the space, so each has a tradeoff curve with
@@ -39,7 +39,7 @@ class ConfirmEntry(Section):
     enabled: bool = True
     top_k: int = Field(5, ge=1, le=100)
     seeds: int = Field(3, ge=2, le=50)
-    max_share: float = Field(0.4, gt=0, le=0.9)
+    max_share: float = Field(0.55, gt=0, le=0.9)
 
     @classmethod
     def coerce(cls, data: Any) -> Any:

@@ -25,7 +25,7 @@ class ConfirmSpec:
     enabled: bool = True
     top_k: int = 5
     seeds: int = 3  # seeds in all per (recipe, budget), the proposal's own run included
-    max_share: float = 0.4  # of the whole search's compute
+    max_share: float = 0.55  # of the whole search's compute (the paired baseline included)
 
 
 @dataclass(frozen=True)

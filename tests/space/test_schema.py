@@ -99,7 +99,7 @@ def test_defaults_and_shorthands() -> None:
     assert (file.budgets, file.objectives, file.metric_split, file.trials, file.concurrency) == (
         [1.0], ["accuracy", "train_seconds"], "val", 24, 1)
     assert (file.baseline.seeds, file.baseline.tune_lr) == (3, False)
-    assert (file.confirm.enabled, file.confirm.top_k, file.confirm.seeds, file.confirm.max_share) == (True, 5, 3, 0.4)
+    assert (file.confirm.enabled, file.confirm.top_k, file.confirm.seeds, file.confirm.max_share) == (True, 5, 3, 0.55)
     assert SpaceFile.model_validate({"base": "b.yaml", "confirm": False}).confirm.enabled is False
     assert (file.sampler.name, file.sampler_seed, file.threads, file.constraints.as_dict()) == ("tpe", 0, 1, {})
     file = SpaceFile.model_validate({"base": "b.yaml", "sampler": "sweep", "seed": 7, "resources": {"cpus": 3.5},
