@@ -56,10 +56,6 @@ class CpuMeter:
             self._since = None
         return self.seconds
 
-    def share(self, train_seconds: float, threads: int) -> float:
-        """CPU seconds / (train_seconds x threads); NaN when there is nothing to divide by."""
-        return cpu_share(self.seconds, train_seconds, threads)
-
 
 def _compute_pids(device_index: int) -> set[int] | None:
     """PIDs of compute processes on GPU ``device_index`` per nvidia-smi; None when it cannot be asked."""

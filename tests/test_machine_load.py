@@ -5,7 +5,7 @@ import math
 import time
 
 from recipesearch import machine_load
-from recipesearch.machine_load import CpuMeter, GpuWatch
+from recipesearch.machine_load import CpuMeter, GpuWatch, cpu_share
 
 
 def spin(seconds: float) -> None:
@@ -25,7 +25,7 @@ def test_the_meter_counts_only_while_running():
     meter.resume()
     spin(0.1)
     assert meter.pause() > running
-    assert math.isnan(meter.share(0.0, 1)) and meter.share(meter.seconds, 2) == 0.5
+    assert math.isnan(cpu_share(meter.seconds, 0.0, 1)) and cpu_share(meter.seconds, meter.seconds, 2) == 0.5
 
 
 def test_load_average_is_a_number():

@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from recipesearch.analysis.recipe_keys import BASELINE_KEY
 from recipesearch.analysis.seeds import DEFAULT_CONFIDENCE
 from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup
 
 if TYPE_CHECKING:
     from recipesearch.analysis.frontier import Frontier
 
-BASELINE_ARM = "baseline"  # = analysis.frontier.BASELINE_KEY: the arm of every baseline run
+BASELINE_ARM = BASELINE_KEY  # the arm of every baseline run: the frontier's recipe key of the baseline
 CLAIM_SETS = ("headline", "confirmed", "all")
 FRESH_SEED_OFFSET = 1000  # fresh seed indices start here: a search uses 0, 1, 2 ...
 N_BOOT = 1000

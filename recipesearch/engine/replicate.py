@@ -125,8 +125,6 @@ def read_source(run_dir: str | Path) -> Source:
             continue  # a row without its recipe: claims on it are refused below
         numbers[str(key)] = int(first["number"])
     space = _load_space(run, files.run_meta, recipes.get(BASELINE_KEY))
-    if BASELINE_KEY != BASELINE_ARM:  # one name for the baseline arm in both modules
-        raise AssertionError("analysis.replication.BASELINE_ARM must equal analysis.frontier.BASELINE_KEY")
     return Source(run, files.run_meta, files.trials, space, f, recipes, numbers)
 
 
@@ -232,7 +230,7 @@ class ReplicationLoop(SearchLoop):
         trial = self.study.ask()  # pops the next queued run
         a = trial.user_attrs
         arm, seed_index = str(a.get("arm") or BASELINE_ARM), st.seed_index(trial)
-        budget = float(st.queued_params(self._frozen(trial.number))["budget"])
+        budget = float(a[st.QUEUED_PARAMS]["budget"])  # queued with the run's budget (``prepare``)
         config = self.trial_config(trial)
         attrs: dict[str, Any] = {"budget": budget, "is_baseline": arm == BASELINE_ARM, st.STAGE: st.REPLICATE}
         try:
@@ -251,8 +249,6 @@ class ReplicationLoop(SearchLoop):
         self.on_start(proposal)
         return proposal
 
-    def _frozen(self, number: int) -> FrozenTrial:
-        return next(t for t in self.trials() if t.number == number)
 
 
 def _run_id(t: FrozenTrial) -> tuple[str, float, int]:
