@@ -124,13 +124,13 @@ def replicate_idle(run_dir: Path, seeds: int) -> None:
         subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, check=True)
 
 
-def _baseline_shift(trials: pd.DataFrame) -> dict[str, float]:
-    """Per budget: the early baseline's mean train_seconds / the paired baseline's."""
-    done = trials[(trials["state"] == "COMPLETE") & trials["is_baseline"].astype(bool)]
-    secs = pd.to_numeric(done["train_seconds"], errors="coerce")
-    early = secs[done["stage"] == "baseline"].groupby(done["budget"]).mean()
-    paired = secs[done["stage"] == "confirm"].groupby(done["budget"]).mean()
-    return {f"{b:g}": float(early[b] / paired[b]) for b in early.index if b in paired.index and paired[b] > 0}
+def _baseline_shift(shift: pd.DataFrame | None) -> dict[str, float]:
+    """Per budget: the early baseline's mean train_seconds / the paired baseline's, read off the frontier's own
+    comparison of the two (``Frontier.baseline_shift``; None when the paired baseline is not in use)."""
+    if shift is None or shift.empty:
+        return {}
+    return {f"{r.budget:g}": float(r.early_seconds / r.paired_seconds) for r in shift.itertuples()
+            if r.paired_seconds > 0}
 
 
 def score(run_dir: Path) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def score(run_dir: Path) -> dict[str, Any]:
     paired_rows = (trials["stage"] == "confirm") & trials["is_baseline"].astype(bool)
     early = frontier(trials[~paired_rows], Objectives.from_run_meta(source.meta))
     out: dict[str, Any] = {"verdict": source.frontier.headline.verdict, "early_verdict": early.headline.verdict,
-                           "baseline_shift": _baseline_shift(trials), "paired_runs": int(paired_rows.sum())}
+                           "baseline_shift": _baseline_shift(source.frontier.baseline_shift), "paired_runs": int(paired_rows.sum())}
     for label, f in (("paired", source.frontier), ("early", early)):
         claims = claims_of(f, "confirmed")
         # a claim on a recipe the replication did not retrain (no curve, no front point) cannot be scored here

@@ -43,16 +43,17 @@ def test_no_scored_claims_under_load_do_not_meet_the_goal():
 
 
 def test_the_baseline_shift_is_the_early_baselines_time_over_the_paired_ones_per_budget():
-    trials = pd.DataFrame([
-        {"state": "COMPLETE", "is_baseline": True, "stage": "baseline", "budget": 0.5, "train_seconds": 3.0},
-        {"state": "COMPLETE", "is_baseline": True, "stage": "baseline", "budget": 0.5, "train_seconds": 5.0},
-        {"state": "COMPLETE", "is_baseline": True, "stage": "confirm", "budget": 0.5, "train_seconds": 2.0},
-        {"state": "COMPLETE", "is_baseline": True, "stage": "baseline", "budget": 1.0, "train_seconds": 6.0},
-        {"state": "FAIL", "is_baseline": True, "stage": "confirm", "budget": 1.0, "train_seconds": 1.0},
-        {"state": "COMPLETE", "is_baseline": False, "stage": "confirm", "budget": 0.5, "train_seconds": 99.0},
-    ])
-    # budget 1 has no finished paired baseline: no ratio; budget 0.5: mean(3, 5) / 2
-    assert load_trust._baseline_shift(trials) == {"0.5": pytest.approx(2.0)}
+    from recipesearch.analysis.paired_baseline import baseline_shift
+
+    def runs(budget, seconds):
+        return [{"budget": budget, "train_seconds": t, "accuracy": 0.9, "number": i} for i, t in enumerate(seconds)]
+
+    early = pd.DataFrame(runs(0.5, [3.0, 5.0]) + runs(1.0, [6.0, 6.5]))
+    paired = pd.DataFrame(runs(0.5, [2.0, 2.0]))
+    # budget 1 has no paired baseline: no ratio; budget 0.5: mean(3, 5) / mean(2, 2)
+    shift = baseline_shift(early, paired, "accuracy", 0.9)
+    assert load_trust._baseline_shift(shift) == {"0.5": pytest.approx(2.0)}
+    assert load_trust._baseline_shift(None) == {}  # the paired baseline not in use
 
 
 def test_a_summarised_result_renders_its_table():
