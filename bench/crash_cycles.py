@@ -2,9 +2,9 @@
 
 Each cycle starts ``recipesearch search SPACE --out DIR [--resume]`` (the real CLI, local Ray in a private
 temp dir), lets it finish 1 to 3 more trials (so every cycle makes progress) and a random 0-4 s more (so
-the kill lands in the middle of trials), and kills the driver with SIGKILL. Five seconds later it counts the Ray trial workers still training (orphans: a killed driver's
-workers must not keep training), ends them, and goes on with ``--resume``. A last resume runs to the end.
-Then, over the whole history:
+the kill lands in the middle of trials), and kills the driver with SIGKILL. Five seconds later it counts the
+Ray trial workers still training (orphans: a killed driver's workers must not keep training), ends them, and
+goes on with ``--resume``. A last resume runs to the end. Then, over the whole history:
 
 - completed trials lost: a trial COMPLETE before a kill that is not COMPLETE, or has other values, after;
 - trials run twice: two finished trials of the same run (stage, params, seed index);
@@ -76,10 +76,27 @@ def _last_checkpoint(out: Path, number: int) -> datetime | None:
     return datetime.fromtimestamp(latest.stat().st_mtime) if latest is not None else None
 
 
+ORPHAN_WAIT = 5.0  # seconds after a kill at which the trial workers still training count as orphans
+
+
+def _orphans_after(marker: str, wait: float, until_none: bool = False) -> int:
+    """The Ray trial workers under ``marker`` ``wait`` seconds from now; with ``until_none`` the wait ends as soon
+    as there are none (0 then; those left at ``wait`` otherwise, as without it)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if until_none and not ray_workers(marker):
+            return 0
+        time.sleep(0.2)
+    return len(ray_workers(marker))
+
+
 def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None, seed: int = 0,
                  max_extra: float = 4.0, timeout: float = 300.0,
-                 checkpoint_minutes: float | None = None) -> dict[str, Any]:
-    """Kill and resume a search ``cycles`` times, then let it finish; returns the measurements."""
+                 checkpoint_minutes: float | None = None, until_none: bool = False) -> dict[str, Any]:
+    """Kill and resume a search ``cycles`` times, then let it finish; returns the measurements.
+
+    ``until_none``: after a kill, stop waiting for the orphan count once no trial worker is left (a test's
+    pass/fail is the same: orphans 0 within ``ORPHAN_WAIT`` s); the bench waits the whole ``ORPHAN_WAIT``."""
     from recipesearch.engine import study as st
 
     rng = random.Random(seed)
@@ -105,8 +122,7 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
             os.kill(proc.pid, signal.SIGKILL)
             killed_at = datetime.now()
             proc.wait()
-            time.sleep(5)
-            orphans = len(ray_workers(marker))
+            orphans = _orphans_after(marker, ORPHAN_WAIT, until_none=until_none)
             kill_ray(marker)
             trials_now = study_of(out, name).get_trials()
             running = [t for t in trials_now if t.state.name == "RUNNING" and t.datetime_start]

@@ -42,15 +42,18 @@ def ray_pids(marker: str) -> list[int]:
     return pids
 
 
-def kill_ray(marker: str) -> None:
-    """End every process under ``marker``: SIGTERM, then SIGKILL for what is left."""
+def kill_ray(marker: str, grace: float = 2.0) -> None:
+    """End every process under ``marker``: SIGTERM, then SIGKILL for what is left after ``grace`` seconds (each
+    signal's wait ends as soon as none is left)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in ray_pids(marker):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        time.sleep(2)
+        deadline = time.monotonic() + grace
+        while ray_pids(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 def node_pids(marker: str, ip: str) -> list[int]:

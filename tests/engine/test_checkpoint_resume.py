@@ -7,12 +7,9 @@ Kept short: digits, a tiny CNN, checkpoints every few tenths of a second (fracti
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -76,47 +73,8 @@ def test_a_worker_killed_after_a_checkpoint_is_retried_from_it(tmp_path, write_s
     assert meta["checkpoint_minutes"] == 0.002
 
 
-def _wait_for_checkpoint(proc: subprocess.Popen, out: Path, log: Path, timeout: float = 180) -> int:
-    """The number of the first trial with a checkpoint on disk."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        files = _checkpoint_files(out)
-        if files:
-            return int(re.match(r"trial_(\d+)_", files[0].parents[1].name).group(1))
-        time.sleep(0.05)
-    proc.kill()
-    pytest.fail(f"no checkpoint within {timeout} s:\n{log.read_text()}")
-
-
-def test_kill_9_of_the_search_then_resume_continues_the_trial_from_its_checkpoint(
-        tmp_path, write_space, ray_env, run_cli, load_run_study, ray_kit):
-    space = _space(write_space, epochs=30, minutes=0.005, trials=3, concurrency=1)  # every 0.3 s, trials of 3-6 s
-    out, log = tmp_path / "run", tmp_path / "first.log"
-    proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet",
-                             "--no-report"], cwd=REPO, env=ray_env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    number = _wait_for_checkpoint(proc, out, log)
-    time.sleep(0.5)  # a little work after the checkpoint, lost with the kill
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    ray_kit.kill_ray_processes(ray_env["RAY_TMPDIR"])
-    before = {t.number: t for t in load_run_study(out).get_trials()}
-    assert before[number].state.name == "RUNNING"
-
-    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--quiet", "--no-report"], env=ray_env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    trials = load_run_study(out).get_trials()
-    assert trials[number].user_attrs["error"] == "interrupted"
-    rerun = [t for t in trials if t.user_attrs.get("requeued_from") == number]
-    assert len(rerun) == 1 and rerun[0].state.name == "COMPLETE"
-    _check_resumed(rerun[0], trials)
-    assert rerun[0].user_attrs["resume_gap_seconds"] >= 0.5  # at least the work done after it, lost with the kill
-    for n, t in before.items():  # what had completed is kept as it was
-        if t.state.name == "COMPLETE":
-            assert trials[n].values == t.values and trials[n].datetime_complete == t.datetime_complete
-    counted = [t for t in trials if t.state.name == "COMPLETE"]
-    assert len(counted) == 3 and not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
-    assert _checkpoint_files(out) == []
+# The whole search kill -9ed after a checkpoint, then --resume: in the Ray scenario of tests/engine/test_resume.py
+# (test_kill_9_mid_search_and_in_confirmation_then_resume), which shares its search with the other kill tests.
 
 
 @pytest.mark.timeout(900)

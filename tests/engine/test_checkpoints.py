@@ -123,38 +123,3 @@ def test_inprocess_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, writ
     assert len([t for t in trials if t.state.name == "COMPLETE"]) == 3
     assert not list((out / "checkpoints").glob(f"*/trial_*/checkpoint_*/{FILENAME}"))  # finished: deleted
     assert json.loads((out / "run.json").read_text())["checkpoint_minutes"] == 0.005
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_ray_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, write_space, ray_env, run_cli,
-                                                            load_run_study):
-    # Before: the re-run got its predecessor's checkpoint as a path relative to the driver's folder, which Tune's
-    # trial (run in a folder of its own) could not open: it trained from step 0, writing as many checkpoints.
-    from recipesearch.engine import ray_orphans
-    from tests.engine.conftest import TINY_BASE
-
-    space = write_space(base={**TINY_BASE, "max_duration": 30}, trials=3, concurrency=1)
-    out, log = tmp_path / "run", tmp_path / "first.log"
-    # --out relative to the working directory, as a user types it
-    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", "run", "--quiet", "--no-report",
-           "--checkpoint-minutes", "0.005"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=ray_env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    kill_once_checkpointed(proc, out / "ray", "trial_00000_*", log)
-    cut = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
-    assert cut == [0]
-    # (another test's search starting a local Ray beside this one may stop them first: tests/engine/
-    # test_ray_orphans.py checks the stopping itself)
-    left = [pid for pid, mark in ray_orphans.orphans().items() if mark.startswith(f"{proc.pid}:")]
-
-    r = subprocess.run([*cmd, "--resume"], cwd=tmp_path, env=ray_env, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert not [pid for pid in left if Path(f"/proc/{pid}").exists() and
-                ray_orphans._mark_of(Path(f"/proc/{pid}")) is not None]  # the killed driver's Ray is gone
-    trials = load_run_study(out).get_trials()
-    rerun = [t for t in trials if t.user_attrs.get("requeued_from") == 0]
-    assert len(rerun) == 1 and rerun[0].state.name == "COMPLETE", rerun[0].user_attrs if rerun else trials
-    attrs = rerun[0].user_attrs
-    assert attrs["resumes"] >= 1 and 0 < attrs["resumed_at_step"] < attrs["steps"]
-    fresh = [t for t in trials if t.state.name == "COMPLETE" and not t.user_attrs.get("requeued_from")]
-    assert fresh and attrs["steps"] - attrs["resumed_at_step"] < fresh[0].user_attrs["steps"]

@@ -1,9 +1,13 @@
-"""Two crash cycles (bench/crash_cycles.py's short version): SIGKILL the driver at random moments, resume each
-time; nothing completed is lost, nothing runs twice, the study and trials.csv agree.
+"""A crash cycle (bench/crash_cycles.py's short version): SIGKILL the driver at a random moment, resume; nothing
+completed is lost, nothing runs twice, the study and trials.csv agree, no Ray trial worker of the killed driver
+keeps training.
 
-Two kills are what the property needs: the first hits a fresh search, the second a resumed one (its requeued
-trials in flight), and the last resume finishes both. A third cycle would repeat the second at the cost of another
-search start, Ray start and the bench's fixed 9 s of orphan check and clean-up."""
+This checks the bench's own bookkeeping on a real kill. One kill is enough for that: what a kill of a resumed
+search must keep (its requeued trials, the completed ones of both sessions) is asserted deterministically by
+tests/engine/test_resume.py::test_kill_9_mid_search_and_in_confirmation_then_resume (kill -9, resume, kill -9
+again, resume). A second random cycle would cost another search and local Ray start for no distinct check.
+After the kill the test stops waiting as soon as no trial worker is left (``until_none``; the bench counts them
+at 5 s), instead of a fixed 5 s."""
 from __future__ import annotations
 
 import pytest
@@ -13,12 +17,12 @@ from bench.crash_cycles import cycle_search
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def test_two_kill_9_cycles_lose_nothing_and_repeat_nothing(tmp_path, write_space, ray_env):
-    space = write_space(trials=14, metric_split="val", baseline={"seeds": 2},
+def test_a_kill_9_cycle_loses_nothing_and_repeats_nothing(tmp_path, write_space, ray_env):
+    space = write_space(trials=8, metric_split="val", baseline={"seeds": 2},
                         confirm={"top_k": 1, "seeds": 2, "max_share": 0.9})
-    r = cycle_search(space, tmp_path / "run", cycles=2, seed=1, max_extra=1.5)
+    r = cycle_search(space, tmp_path / "run", cycles=1, seed=1, max_extra=1.5, until_none=True)
     assert r["final_returncode"] == 0, r["final_error"]
     assert r["lost"] == 0 and r["run_twice"] == 0 and r["study_and_csv_agree"]
-    assert r["left_running_or_waiting"] == 0 and r["cycles"] == 2  # both kills landed before the search ended
-    assert all(k["completed"] > 0 for k in r["kills"][1:])  # every cycle made progress before its kill
+    assert r["left_running_or_waiting"] == 0 and r["cycles"] == 1  # the kill landed before the search ended
+    assert all(k["completed"] > 0 for k in r["kills"])  # the cycle made progress before its kill
     assert r["orphans"] == 0, r["kills"]

@@ -18,8 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def _start(space: Path, out: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet", "--no-report"]
+def _start(space: Path, out: Path, env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet", "--no-report",
+           *args]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
@@ -66,59 +67,214 @@ def _check_requeued(trials) -> list[int]:
     return [t.number for t in interrupted]
 
 
-def test_kill_9_mid_search_then_resume(tmp_path, write_space, ray_env, run_cli, load_run_study, ray_kit):
-    space, out, log = write_space(trials=12), tmp_path / "run", tmp_path / "first.log"
-    proc = _start(space, out, ray_env, log)
-    _wait_for_completed(proc, out, 3, log)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    # The local Ray dies with its driver (fate sharing), except helper agents: end ours by pid.
-    ray_kit.kill_ray_processes(ray_env["RAY_TMPDIR"])
+# A plugin (``--plugin``, shipped to every trial as user code) that holds the first trial to write a checkpoint
+# right after that checkpoint reached Tune, and marks it: the test kill -9s the search while that trial is surely
+# in flight with a checkpoint (no race with the trial's end). Once per run directory: the resumes import the
+# recorded plugin again, and their trials must not wait. The held worker is orphaned by the kill; the resume
+# stops it (engine/ray_orphans.py), which the test checks.
+HOLD_PLUGIN = """
+import json, os, time
+from recipesearch.engine import faults
 
-    before = load_run_study(out)
-    done_before = _completed(before)
-    assert len(done_before) >= 3
-    left_running = [t.number for t in before.get_trials() if t.state.name == "RUNNING"]
+MARK = {mark!r}
 
-    # A local Ray on loopback needs no token: no authentication warning, nor the variable set by hand (the
-    # resume is the search that starts one without it; once a test of its own, a search of its own too).
-    env = {k: v for k, v in ray_env.items() if k != "RAY_AUTH_MODE"}
-    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--quiet", "--no-report"], env=env)
+
+def hook(at, config, info):
+    if at != "checkpoint" or info.get("checkpoints") != 1:
+        return
+    try:
+        open(MARK + ".claim", "x").close()  # one trial only, even with two first checkpoints at once
+    except FileExistsError:
+        return
+    with open(MARK + ".tmp", "w") as f:
+        f.write(json.dumps(int(config["number"])))
+    os.rename(MARK + ".tmp", MARK)  # whole: the test reads the number once the mark exists
+    time.sleep(600)  # until the kill -9, and the resume's stop of the orphans
+
+
+faults.install(hook)
+"""
+
+
+def _uninterrupted(trial):
+    """The trial's recipe trained start to end in this process: what a resumed run must equal."""
+    from recipesearch.recipe import recipe_from_dict
+    from recipesearch.train.loop import fit
+
+    return fit(recipe_from_dict(json.loads(trial.user_attrs["recipe_json"])))
+
+
+def _check_resumed(trial, trials) -> None:
+    """``trial`` went on from its predecessor's checkpoint: every step trained once, the result bit-identical to
+    the uncut run (CPU), train_seconds the sum of its segments."""
+    alone = _uninterrupted(trial)
+    attrs = trial.user_attrs
+    assert attrs["resumes"] == 1 and attrs["checkpoints"] >= 1 and attrs["resume_gap_seconds"] > 0, attrs
+    assert 0 < attrs["resumed_at_step"] < attrs["steps"], attrs  # went on from a step, not from 0
+    assert attrs["steps"] == alone.steps  # every step trained, none twice
+    # bit-identical to the run that was never cut: the selected metric (val) and the test accuracy
+    assert trial.values[0] == alone.val_accuracy and attrs["accuracy"] == alone.accuracy
+    # train_seconds sums its segments: per step about what the search's uncut trials took (same tiny CNN, Ray
+    # workers under the same load), not a fraction or a multiple. Not against ``alone``: it trains in this test
+    # process, beside the other test worker, where a run once took 6x the trial's time. Within the range the uncut
+    # ones spanned, widened 3x each way: under the full suite two uncut trials once differed 5x per step.
+    uncut = sorted(t.user_attrs["train_seconds"] / t.user_attrs["steps"] for t in trials
+                   if t.state.name == "COMPLETE" and not t.user_attrs.get("resumes") and t.user_attrs.get("steps"))
+    assert uncut, [t.user_attrs for t in trials]
+    assert uncut[0] / 3 < attrs["train_seconds"] / attrs["steps"] < 3 * uncut[-1], (attrs, uncut)
+
+
+def _left_behind(pid: int) -> list[int]:
+    """The processes of the local Ray of the killed driver ``pid`` (marked by it, engine/ray_orphans.py)."""
+    from recipesearch.engine import ray_orphans
+
+    return [p for p, mark in ray_orphans.orphans().items() if mark.startswith(f"{pid}:")]
+
+
+def _gone(pids: list[int]) -> bool:
+    from recipesearch.engine import ray_orphans
+
+    return not [p for p in pids if Path(f"/proc/{p}").exists() and ray_orphans._mark_of(Path(f"/proc/{p}"))]
+
+
+@pytest.mark.timeout(900)  # three searches, each of them starting a local Ray
+def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space, ray_env, load_run_study):
+    """One search on its own local Ray, killed twice with kill -9 and resumed each time:
+
+    1. kill -9 mid search, with 3+ trials completed and a trial in flight that has a checkpoint (held there by
+       HOLD_PLUGIN: no race); the resume (a) stops the killed driver's Ray processes, (b) marks the trials in
+       flight interrupted and queues each again once with the same params, and (c) the re-run of the checkpointed
+       trial goes on from that checkpoint, with a path Tune's trial can open although ``--out`` was given
+       relative to the working directory (before: it trained from step 0);
+    2. kill -9 while the confirmation stage runs (a confirmation run completed); the last resume runs to the end:
+       the confirmation's paired baseline and every confirmed proposal have all budgets x 3 seeds, once each.
+
+    Over both: nothing completed is lost or changed, nothing runs twice, the budget (8 baseline and search
+    trials) is met exactly, trials.csv is the study, run.json has the three sessions and ends finished, and the
+    finished trials leave no checkpoint behind. The resumes start their local Ray with no token set by hand
+    (RAY_AUTH_MODE unset): no authentication warning.
+
+    (Was test_kill_9_mid_search_then_resume and test_kill_9_during_confirmation_then_resume here,
+    test_ray_kill_9_then_resume_goes_on_from_the_checkpoint in test_checkpoints.py and
+    test_kill_9_of_the_search_then_resume_continues_the_trial_from_its_checkpoint in test_checkpoint_resume.py:
+    four searches killed and resumed, now one.)
+    """
+    from recipesearch.engine import study as st
+    from tests.engine.conftest import TINY_BASE
+
+    # 2-4 epochs a trial, a checkpoint every 0.06 s of it: every trial writes some (the held one needs one)
+    space = write_space(base={**TINY_BASE, "max_duration": 4}, checkpoint_minutes=0.001, trials=8,
+                        metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 1, "seeds": 3, "max_share": 0.9})
+    mark = tmp_path / "held"
+    (tmp_path / "hold_first_checkpoint.py").write_text(HOLD_PLUGIN.format(mark=str(mark)))
+    out = tmp_path / "run"
+    # --out relative to the working directory, as a user types it
+    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", "run", "--quiet", "--no-report"]
+    # The resumes start a local Ray on loopback with no token set by hand (the first search has ray_env's)
+    resume_env = {k: v for k, v in ray_env.items() if k != "RAY_AUTH_MODE"}
+
+    def completed() -> dict[int, tuple]:
+        return {t.number: (tuple(t.values), t.user_attrs["recipe_id"], t.datetime_complete)
+                for t in load_run_study(out).get_trials() if t.state.name == "COMPLETE"}
+
+    def kill_9(proc: subprocess.Popen) -> tuple[list[int], list[int], dict[int, tuple]]:
+        """kill -9 the search: the Ray processes it leaves, the trials it left RUNNING, those completed."""
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        running = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
+        return _left_behind(proc.pid), running, completed()
+
+    # 1. kill -9 mid search, a checkpointed trial in flight
+    log = tmp_path / "first.log"
+    proc = subprocess.Popen([*cmd, "--plugin", "hold_first_checkpoint"], cwd=tmp_path, env=ray_env,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+    _wait_for(proc, out, log, "3 completed trials and a held checkpointed trial",
+              lambda df: mark.exists() and (df["state"] == "COMPLETE").sum() >= 3)
+    held = json.loads(mark.read_text())
+    left_1, running_1, done_1 = kill_9(proc)
+    assert held in running_1 and len(done_1) >= 3
+    assert left_1  # (another test's search starting a local Ray beside this one may stop them first: fine)
+
+    # 2. resumed, then kill -9 during the confirmation
+    log = tmp_path / "second.log"
+    proc = subprocess.Popen([*cmd, "--resume"], cwd=tmp_path, env=resume_env, stdout=log.open("w"),
+                            stderr=subprocess.STDOUT)
+    _wait_for(proc, out, log, "completed confirmation run",
+              lambda df: "stage" in df and ((df["state"] == "COMPLETE") & (df["stage"] == "confirm")).any())
+    assert _gone(left_1)  # the resume stopped the first driver's Ray (its held worker included)
+    left_2, running_2, done_2 = kill_9(proc)
+    assert running_2
+    assert "Token authentication" not in log.read_text()
+
+    # 3. resumed to the end
+    r = subprocess.run([*cmd, "--resume"], cwd=tmp_path, env=resume_env, capture_output=True, text=True,
+                       timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "resuming" in r.stdout
     assert "Token authentication" not in r.stdout + r.stderr
+    assert _gone(left_2)
 
-    after = load_run_study(out)
-    trials = after.get_trials()
-    done_after = _completed(after)
+    trials = load_run_study(out).get_trials()
+    done_after = completed()
     # nothing that had completed is lost, changed or trained again
-    assert {n: done_after.get(n) for n in done_before} == done_before
-    recipe_ids = [v[1] for v in done_after.values()]
+    for before in (done_1, done_2):
+        assert {n: done_after.get(n) for n in before} == before
+    finished = [t for t in trials if st.is_finished(t)]
+    runs = [(st.stage_of(t), st.run_key(st.trial_params(t), st.seed_index(t))) for t in finished]
+    assert len(runs) == len(set(runs))  # nothing ran twice
+    # one completed run per recipe and stage (the confirmation trains the baseline's recipes again, by design)
+    recipe_ids = [(st.stage_of(t), t.user_attrs["recipe_id"]) for t in trials if t.state.name == "COMPLETE"]
     assert len(recipe_ids) == len(set(recipe_ids))
-    # the trials the kill interrupted were marked so and queued again; the budget is met exactly
+    # the trials each kill interrupted were marked so and queued again (same params); the budget is met exactly
     interrupted = _check_requeued(trials)
-    assert sorted(interrupted) == sorted(left_running)
-    counted = [t for t in trials if t.state.name in ("COMPLETE", "FAIL") and t.number not in interrupted]
-    assert len(counted) == 12 and not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
-    # trials.csv is the resumed study, run.json has both sessions
+    assert sorted(interrupted) == sorted(running_1 + running_2)
+    assert st.count_finished(finished, ["baseline", "search"]) == 8
+    assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
+
+    # the held trial's re-run went on from its checkpoint (Tune opened the path although --out was relative)
+    assert trials[held].user_attrs["error"] == "interrupted"
+    rerun = [t for t in trials if t.user_attrs.get("requeued_from") == held]
+    assert len(rerun) == 1 and rerun[0].state.name == "COMPLETE", rerun[0].user_attrs if rerun else trials
+    _check_resumed(rerun[0], trials)
+    # from the checkpoint to the resume: the held time, the kill and the restart
+    assert rerun[0].user_attrs["resume_gap_seconds"] >= 0.5
+    assert not list((out / "ray").glob("*/trial_*/checkpoint_*/trainer.pt"))  # finished: none left behind
+
+    # the confirmation: its paired baseline at every budget x its 3 seeds, once each
+    confirm = [t for t in finished if st.stage_of(t) == "confirm"]
+    paired = [t for t in confirm if t.user_attrs["is_baseline"]]
+    assert sorted((t.params["budget"], st.seed_index(t)) for t in paired) == \
+        sorted((b, s) for b in (0.5, 1.0) for s in range(3))
+    # every confirmed proposal has all budgets x 3 seeds, the proposal's own run included
+    proposals = {t.user_attrs["of_trial"] for t in confirm if not t.user_attrs["is_baseline"]}
+    assert proposals
+    for number in proposals:
+        mine = [t for t in confirm if t.user_attrs["of_trial"] == number] + [trials[number]]
+        assert sorted((t.params["budget"], st.seed_index(t)) for t in mine) == \
+            sorted((b, s) for b in (0.5, 1.0) for s in range(3))
+
+    # trials.csv is the resumed study, run.json has the three sessions
     csv = pd.read_csv(out / "trials.csv")
     assert csv["number"].tolist() == [t.number for t in trials]
     assert csv["state"].tolist() == [t.state.name for t in trials]
     for t in trials:
         if t.state.name == "COMPLETE":
             row = csv.set_index("number").loc[t.number]
-            assert math.isclose(row["accuracy"], t.values[0]) and math.isclose(row["train_seconds"], t.values[1])
+            assert math.isclose(row["val_accuracy"], t.values[0]) and math.isclose(row["train_seconds"], t.values[1])
     meta = json.loads((out / "run.json").read_text())
-    assert len(meta["sessions"]) == 2 and meta["status"] == "finished" and meta["end_time"]
+    assert len(meta["sessions"]) == 3 and meta["status"] == "finished" and meta["end_time"]
+    assert meta["confirmation"]["runs"] >= len(confirm) > 0
+    assert meta["checkpoint_minutes"] == 0.001
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, ray_env, load_run_study, sig):
+def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, shared_ray, load_run_study, sig):
     # SIGTERM (timeout, kill, batch schedulers) is handled as Ctrl-C is
     # 40 trials of ~0.1 s: the 12 it had once all finished before the signal came (Ray's workers at full
-    # priority since ray_env sets their niceness to 0), and the search must still be running when it comes
+    # priority), and the search must still be running when it comes. On the session's shared Ray: the signal goes
+    # to the driver, whose handling is the same on a Ray of its own (the start of one is not what this checks).
     space, out, log = write_space(trials=40), tmp_path / "run", tmp_path / "first.log"
-    proc = _start(space, out, ray_env, log)
+    proc = _start(space, out, shared_ray.env, log, *shared_ray.args)
     _wait_for_completed(proc, out, 2, log)
     proc.send_signal(sig)
     # Ray's shutdown of the running trials takes seconds alone and over a minute on 2 loaded cores (seen in the
@@ -132,41 +288,3 @@ def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, 
     _check_requeued(trials)
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta["end_time"] is None
-
-
-def test_kill_9_during_confirmation_then_resume(tmp_path, write_space, ray_env, run_cli, load_run_study, ray_kit):
-    from recipesearch.engine import study as st
-
-    space = write_space(trials=8, metric_split="val", baseline={"seeds": 2},
-                        confirm={"top_k": 2, "seeds": 3, "max_share": 0.9})
-    out, log = tmp_path / "run", tmp_path / "first.log"
-    proc = _start(space, out, ray_env, log)
-    _wait_for(proc, out, log, "completed confirmation run",
-              lambda df: "stage" in df and ((df["state"] == "COMPLETE") & (df["stage"] == "confirm")).any())
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    ray_kit.kill_ray_processes(ray_env["RAY_TMPDIR"])
-    before = _completed(load_run_study(out))
-
-    r = run_cli(["search", str(space), "--out", str(out), "--resume", "--quiet", "--no-report"], env=ray_env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    trials = load_run_study(out).get_trials()
-    done_after = _completed(load_run_study(out))
-    assert {n: done_after.get(n) for n in before} == before  # nothing completed is lost or changed
-    finished = [t for t in trials if st.is_finished(t)]
-    runs = [(st.stage_of(t), st.run_key(st.trial_params(t), st.seed_index(t))) for t in finished]
-    assert len(runs) == len(set(runs))  # nothing ran twice
-    assert st.count_finished(finished, ["baseline", "search"]) == 8
-    confirm = [t for t in finished if st.stage_of(t) == "confirm"]
-    # the paired baseline, on Ray too: the baseline again at every budget x the confirmation's 3 seeds, once each
-    paired = [t for t in confirm if t.user_attrs["is_baseline"]]
-    assert sorted((t.params["budget"], st.seed_index(t)) for t in paired) == \
-        sorted((b, s) for b in (0.5, 1.0) for s in range(3))
-    # every confirmed proposal has all budgets x 3 seeds, the proposal's own run included
-    for number in {t.user_attrs["of_trial"] for t in confirm if not t.user_attrs["is_baseline"]}:
-        mine = [t for t in confirm if t.user_attrs["of_trial"] == number] + [trials[number]]
-        assert sorted((t.params["budget"], st.seed_index(t)) for t in mine) == \
-            sorted((b, s) for b in (0.5, 1.0) for s in range(3))
-    assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
-    meta = json.loads((out / "run.json").read_text())
-    assert meta["status"] == "finished" and meta["confirmation"]["runs"] >= len(confirm) > 0
