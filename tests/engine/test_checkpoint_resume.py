@@ -1,6 +1,7 @@
 """Long trials survive: a trial checkpoints through Ray Tune every ``checkpoint_minutes``; killed after a
-checkpoint (its worker SIGKILLed, the whole search kill -9ed, its node lost) it goes on from there, and ends
-bit-identical to the uninterrupted run of its recipe (CPU), with ``resumes`` 1 and every step trained once.
+checkpoint (its worker SIGKILLed, the whole search kill -9ed; its node lost: test_cluster.py) it goes on from
+there, and ends bit-identical to the uninterrupted run of its recipe (CPU),
+with ``resumes`` 1 and every step trained once.
 
 Kept short: digits, a tiny CNN, checkpoints every few tenths of a second (fractional minutes).
 """
@@ -12,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,45 +77,5 @@ def test_a_worker_killed_after_a_checkpoint_is_retried_from_it(tmp_path, write_s
 # (test_kill_9_mid_search_and_in_confirmation_then_resume), which shares its search with the other kill tests.
 
 
-@pytest.mark.timeout(900)
-def test_losing_the_worker_node_retries_its_trial_from_the_checkpoint(tmp_path, write_space, ray_env, load_run_study,
-                                                                      loopback_cluster, wait_for_trials):
-    # the two baseline runs at once, one on each node (one CPU each), checkpoints every 0.3 s; 120 epochs (7-14 s
-    # a trial): with 40 the search once ended before two checkpointed trials were in flight together. Two trials
-    # only: after the node is gone, everything left runs one at a time on the head.
-    space = _space(write_space, epochs=120, minutes=0.005, trials=2, concurrency=2)
-    out, log = tmp_path / "run", tmp_path / "search.log"
-    # not --quiet: the retry's progress line is checked below
-    proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
-                             "--address", loopback_cluster.address, "--no-report"], env=ray_env, cwd=REPO,
-                            stdout=log.open("w"), stderr=subprocess.STDOUT)
-    # Both trials in flight have a checkpoint (so the one on the worker node has one): take the node down.
-    def both_checkpointed(trials: list) -> bool:
-        running = {t.number for t in trials if t.state.name == "RUNNING"}
-        saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in _checkpoint_files(out)}
-        return len(running) == 2 and running <= saved
-
-    wait_for_trials(proc, out, log, "two checkpointed trials in flight", both_checkpointed)
-    loopback_cluster.kill_worker_node()
-    assert proc.wait(timeout=600) == 0, log.read_text()
-    printed = log.read_text()
-    trials = load_run_study(out).get_trials()
-    complete = [t for t in trials if t.state.name == "COMPLETE"]
-    assert len(complete) == 2, printed
-    # the trial the node took down ran again on the head, from its checkpoint: Tune restarted it, or (when the
-    # restart too was placed on the dead node before Ray knew it was gone) the loop queued it again as a new trial
-    again = [t for t in complete if t.user_attrs.get("retries") or t.user_attrs.get("requeued_from") is not None]
-    assert again, printed
-    for t in again:
-        assert t.user_attrs["node"] == loopback_cluster.head
-        _check_resumed(t, trials)
-    rerun_of = {t.user_attrs.get("requeued_from") for t in trials}
-    for t in trials:
-        if t.state.name != "COMPLETE":
-            assert t.state.name == "FAIL" and t.user_attrs["worker_lost"] and t.number in rerun_of, printed
-    reasons = [t.user_attrs.get("retry_reason") or t.user_attrs.get("error") for t in trials
-               if t.user_attrs.get("retries")]
-    assert all(r.startswith(("worker lost", "worker crashed")) for r in reasons), reasons
-    assert ("running it again (retry 1)" in printed or "queued again" in printed) and "Traceback" not in printed
-    assert "Experiment state snapshotting" not in printed  # Tune's warning at each checkpoint is off
-    assert len(pd.read_csv(out / "trials.csv")) == len(trials)
+# Losing the worker node mid-trial (the trial goes on from its checkpoint): tests/engine/test_cluster.py, on the
+# cluster of its search via --address.

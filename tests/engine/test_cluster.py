@@ -1,15 +1,19 @@
 """A two-node Ray cluster on this machine (head 127.0.0.2, worker 127.0.0.3) runs a search via --address, its
-model, dataset and one method the user's own code in a module that only the driver's folder holds."""
+model, dataset and one method the user's own code in a module that only the driver's folder holds; then, on the
+same cluster, a search that loses the worker node mid-trial goes on from the trial's checkpoint."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import sys
 
 import optuna
 import pandas as pd
 import pytest
 
-from tests.engine.conftest import TINY_BASE
+from tests.engine.conftest import REPO, TINY_BASE
+from tests.engine.test_checkpoint_resume import _check_resumed, _checkpoint_files, _space
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -67,10 +71,21 @@ class Jitter(Algorithm):
 """
 
 
-def test_search_on_a_two_node_loopback_cluster(tmp_path, write_space, ray_env, run_cli, loopback_cluster):
-    # One CPU per node (the loopback_cluster fixture, ended by pid afterwards): two trials at a time need both.
+@pytest.mark.timeout(900)
+def test_search_on_a_two_node_loopback_cluster_then_losing_its_worker_node(
+        tmp_path, write_space, ray_env, run_cli, loopback_cluster, load_run_study, wait_for_trials, trial_faults):
+    """One two-node cluster (one CPU per node: two trials at a time need both; the loopback_cluster fixture, ended by
+    pid afterwards) for two searches, one after the other (each a test with a cluster of its own before):
+
+    1) a search via --address, the study in a database outside the run dir (--storage), the model, dataset and
+       one method the user's own code: trials on both nodes, the user's module shipped; the driver only
+       disconnects, and the cluster is still up for the next search;
+    2) that next search loses the worker node mid-trial: the trial it took down runs again on the head from its
+       checkpoint, bit-identical to the run of its recipe that was never cut (the test formerly in
+       test_checkpoint_resume.py).
+    """
     address = loopback_cluster.address
-    # The study in a database outside the run dir, as a cluster would share one (--storage).
+    # 1) user code on the cluster. The study in a database outside the run dir, as a cluster would share one.
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'shared.db'}"
     (tmp_path / "usercode.py").write_text(USER_MODULE)
     base = {**TINY_BASE, "model": {"name": "usercode:tiny_net", "width": 8}, "data": {"name": "usercode:digits"}}
@@ -93,5 +108,46 @@ def test_search_on_a_two_node_loopback_cluster(tmp_path, write_space, ray_env, r
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr
 
+    # 2) the next search loses the worker node. The two baseline runs at once, one on each node (one CPU each):
+    # the ``hold`` fault has each wait at its start until both have started, so the two are in flight together
+    # however late the worker node's trial starts (with 40 epochs and no hold, a search once ended before two
+    # checkpointed trials were in flight together). Checkpoints every 0.3 s, 40 epochs (2-5 s a trial). Two
+    # trials only: after the node is gone, everything left runs one at a time on the head.
+    faults = trial_faults({"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 120})
+    space = _space(write_space, epochs=40, minutes=0.005, name="node_loss.yaml", trials=2, concurrency=2)
+    out, log = tmp_path / "node_loss", tmp_path / "search.log"
+    # not --quiet: the retry's progress line is checked below
+    proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
+                             "--address", address, "--no-report", "--plugin", faults], env=ray_env, cwd=REPO,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
 
-# Losing the worker node mid-trial: tests/engine/test_checkpoint_resume.py (its trial goes on from a checkpoint).
+    # Both trials in flight have a checkpoint (so the one on the worker node has one): take the node down.
+    def both_checkpointed(trials: list) -> bool:
+        running = {t.number for t in trials if t.state.name == "RUNNING"}
+        saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in _checkpoint_files(out)}
+        return len(running) == 2 and running <= saved
+
+    wait_for_trials(proc, out, log, "two checkpointed trials in flight", both_checkpointed)
+    loopback_cluster.kill_worker_node()
+    assert proc.wait(timeout=600) == 0, log.read_text()
+    printed = log.read_text()
+    trials = load_run_study(out).get_trials()
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    assert len(complete) == 2, printed
+    # the trial the node took down ran again on the head, from its checkpoint: Tune restarted it, or (when the
+    # restart too was placed on the dead node before Ray knew it was gone) the loop queued it again as a new trial
+    again = [t for t in complete if t.user_attrs.get("retries") or t.user_attrs.get("requeued_from") is not None]
+    assert again, printed
+    for t in again:
+        assert t.user_attrs["node"] == loopback_cluster.head
+        _check_resumed(t, trials)
+    rerun_of = {t.user_attrs.get("requeued_from") for t in trials}
+    for t in trials:
+        if t.state.name != "COMPLETE":
+            assert t.state.name == "FAIL" and t.user_attrs["worker_lost"] and t.number in rerun_of, printed
+    reasons = [t.user_attrs.get("retry_reason") or t.user_attrs.get("error") for t in trials
+               if t.user_attrs.get("retries")]
+    assert all(r.startswith(("worker lost", "worker crashed")) for r in reasons), reasons
+    assert ("running it again (retry 1)" in printed or "queued again" in printed) and "Traceback" not in printed
+    assert "Experiment state snapshotting" not in printed  # Tune's warning at each checkpoint is off
+    assert len(pd.read_csv(out / "trials.csv")) == len(trials)

@@ -122,49 +122,103 @@ def _ray(cpus: int = 4, gpus: int = 0, plugin: Path | None = None) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_search_of_two_worker_trials(tmp_path, write_space, shared_ray, run_cli, load_run_study):
-    """``recipesearch search`` on a Ray of 2 CPUs (the session's shared one): every trial trains on 2 ranks (one bundle
-    each); the study records it. (A batch size the workers cannot share is refused when the space loads:
-    tests/space/test_reachable_combinations.py.)"""
-    path = write_space(trials=4, concurrency=2, resources={"cpus": 1, "workers": 2},
+def test_a_search_of_two_worker_trials_whose_lost_peers_are_retried(tmp_path, write_space, shared_ray, run_cli,
+                                                                     load_run_study, trial_faults):
+    """``recipesearch search`` on a Ray of 2 CPUs (the session's shared one), 3 trials of 2 ranks each (one bundle
+    a rank), one search for three behaviours (each a search of its own before):
+
+    1) every trial trains on 2 ranks; the header, run.json and the study record it (trial 2, uncut, at batch 32);
+    2) a peer whose process dies before the group forms is retried (trial 0): rank 1's process is SIGKILLed at its
+       start (first attempt only), rank 0 gives up at the group's timeout, the attempt ends as a lost worker, Tune
+       runs the trial again and it completes;
+    3) a two-worker trial goes on from its checkpoint (trial 1): checkpoints every 0.12 s, rank 1's process is
+       SIGKILLed right after the trial's first checkpoint reached Tune (first attempt only); Tune runs the trial
+       again from that checkpoint: it completes with resumes 1, every step trained once, and the accuracy of the
+       same recipe run on 2 ranks without a break (torch.multiprocessing).
+
+    (A batch size the workers cannot share is refused when the space loads: tests/space/test_reachable_combinations.py.)
+    """
+    from recipesearch.engine import study as st
+    from tests.engine.conftest import TINY_BASE
+    from tests.train.test_distributed_checkpoint import run_ranks
+
+    # Trial 0's first attempt, whose rank 1 is surely dead, waits 3 s for its group (``group_timeout``) rather
+    # than the timeout its retry gets (the default: the retry's rank 1 is a fresh Ray worker that imports torch,
+    # over 16 s on 2 cores loaded by the suite's other half).
+    faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "once": str(tmp_path / "struck0")},
+                          {"kind": "group_timeout", "trial": 0, "seconds": 3, "once": str(tmp_path / "short")},
+                          {"kind": "sigkill", "trial": 1, "rank": 1, "after_checkpoint": 1,
+                           "once": str(tmp_path / "struck1")})
+    # trials 0 and 1: the baselines at budgets 0.5 and 1 (1.5 and 3 epochs, batch 64); trial 2: batch 32, budget 1
+    path = write_space(trials=3, concurrency=1, budgets=[0.5, 1], resources={"cpus": 1, "workers": 2},
                        hparams={"batch_size": {"choices": [64, 32]}}, algorithms={},
-                       sampler={"name": "random", "seed": 1})
+                       sampler={"name": "random", "seed": 1}, checkpoint_minutes=0.002,
+                       base={**TINY_BASE, "max_duration": 3})
     out = tmp_path / "run"
-    r = run_cli(["search", str(path), "--out", str(out), "--no-report", *shared_ray.args], env=shared_ray.env,
-                timeout=240)
+    r = run_cli(["search", str(path), "--out", str(out), "--no-report", "--plugin", faults, *shared_ray.args],
+                env=shared_ray.env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "struck0").exists() and (tmp_path / "struck1").exists()  # both faults did strike
+    # 1) two ranks a trial
     header = next(line for line in r.stdout.splitlines() if "search tiny:" in line)
     assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, no GPU (the cluster has none)"), header
     meta = json.loads((out / "run.json").read_text())
     assert meta["trial_resources"]["workers"] == 2
     trials = load_run_study(out).get_trials()
-    assert len(trials) == 4
-    done = [t for t in trials if t.state.name == "COMPLETE"]
-    assert len(done) >= 2  # the baselines at least (batch 64)
-    for t in done:
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3, [t.user_attrs for t in trials]
+    assert [t.params["batch_size"] for t in trials] == [64, 64, 32]
+    for t in trials:
         a = t.user_attrs
         assert a["workers"] == 2 and a["worker_nodes"] == ["127.0.0.2"] * 2 and a["worker_gpu_ids"] == [[], []]
-        # one worker, same recipes: 0.24 (budget 0.5) and 0.54 (budget 1); chance is 0.1
+        # one worker, same recipes, 2 epochs: 0.24 (budget 0.5) and 0.54 (budget 1); chance is 0.1
         assert (0.15 if t.params["budget"] == 0.5 else 0.4) < a["accuracy"] <= 1
         assert 0 < a["train_seconds"] <= a["wall_seconds"]
+    # 2) the peer that died before the group formed
+    a = trials[0].user_attrs
+    assert a[st.RETRIES] == 1 and a["retry_reason"] == "worker lost: rank 1 of 2: its process died (WorkerCrashedError)"
+    assert "running it again (retry 1)" in r.stdout
+    # 3) the peer killed after a checkpoint: on from it
+    a = trials[1].user_attrs
+    assert a[st.RETRIES] == 1 and a["retry_reason"].startswith("worker lost: rank 1 of 2"), a
+    assert a["resumes"] == 1 and a["checkpoints"] >= 1 and a["resume_gap_seconds"] > 0, a
+    assert not any("not resumed" in w or "without checkpoints" in w for w in a.get("warnings", "").split("; ")), a
+    whole = run_ranks({"kind": "whole", "recipe_json": a["recipe_json"]})[0]["result"]
+    assert a["steps"] == whole["steps"]  # every step trained, none twice
+    assert a["accuracy"] == whole["accuracy"]  # bit-identical to the run that was never cut
+    assert st.RETRIES not in trials[2].user_attrs and "resumes" not in trials[2].user_attrs
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, load_run_study):
-    """MO-ASHA on 2-worker trials: the trial (rank 0) reports at rungs as one-worker trials do, and a stop
-    ends both ranks at that step (the search completes, the stopped trials are PRUNED)."""
+def test_each_worker_gets_its_own_gpu_and_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, capsys,
+                                                                         load_run_study, trial_faults):
+    """One Ray of this test's own (4 CPUs, 4 fake GPUs) for two searches of 2-worker trials (each a test with a
+    Ray of its own before):
+
+    1) rungs stop a two-worker trial: MO-ASHA on 2-worker trials (no GPU: ``gpus: 0``); the trial (rank 0) reports
+       at rungs as one-worker trials do, and a stop ends both ranks at that step (the search completes, the
+       stopped trials are PRUNED). The fault plugin is shipped to this Ray's workers, but this search does not
+       name it: its trials never import it (it runs first, so no reused worker has imported it either).
+    2) each worker gets its own GPU: this machine has none; the ``fake_cuda`` fault records Ray's assignment and
+       trains on the CPU. ``gpus_per_worker: 1`` gives each of a trial's 2 workers a GPU of its own, and two trials
+       at once use all four.
+    """
     from recipesearch.engine.api import search
 
-    _ray(4)
+    faults = trial_faults({"kind": "fake_cuda"},
+                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 60})
+    _ray(4, gpus=4, plugin=tmp_path / f"{faults}.py")
+
+    # 1) rungs stop a two-worker trial.
     # 8 trials: when every search trial sits at chance at the rung, the rung ranks them by seconds alone, so a
     # newcomer goes on only when it is the fastest so far; while the baseline shares the CPUs the later trials
     # run faster, and with 6 trials (one a repeat, never trained) all went on once in a fresh clone's suite
-    path = write_space(trials=8, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2},
+    path = write_space("rungs.yaml", trials=8, concurrency=2, budgets=[1],
+                       resources={"cpus": 1, "workers": 2, "gpus": 0},
                        scheduler={"name": "moasha", "reduction_factor": 2, "min_fraction": 0.3},
                        sampler={"name": "random", "seed": 0},
                        hparams={"optimizer.lr": {"choices": [0.05, 0.0001, 0.0002]}})
-    out = tmp_path / "run"
+    out = tmp_path / "rungs"
     search(path, out=out, quiet=True, report=False)
     trials = load_run_study(out).get_trials()
     states = [t.state.name for t in trials]
@@ -176,23 +230,14 @@ def test_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, load_run_
     stopped = [t for t in trials if t.state.name == "PRUNED" and "duplicate_of" not in t.user_attrs]
     assert stopped, states
     for t in stopped:
-        assert t.user_attrs["workers"] == 2 and t.user_attrs["pruned_at"] > 0
+        assert t.user_attrs["workers"] == 2 and t.user_attrs["pruned_at"] > 0, t.user_attrs
 
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_each_worker_gets_its_own_gpu(tmp_path, write_space, ray_env, capsys, load_run_study, trial_faults):
-    """Ray with 4 fake GPUs (this machine has none; the ``fake_cuda`` fault records Ray's assignment and trains on
-    the CPU): ``gpus_per_worker: 1`` gives each of a trial's 2 workers a GPU of its own, and two trials at once
-    use all four."""
-    from recipesearch.engine.api import search
-
-    faults = trial_faults({"kind": "fake_cuda"},
-                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 60})
-    _ray(4, gpus=4, plugin=tmp_path / f"{faults}.py")
-    path = write_space(trials=2, concurrency=2, budgets=[1], resources={"cpus": 1, "workers": 2, "gpus_per_worker": 1},
+    # 2) a GPU per worker
+    path = write_space("gpus.yaml", trials=2, concurrency=2, budgets=[1],
+                       resources={"cpus": 1, "workers": 2, "gpus_per_worker": 1},
                        algorithms={}, base={**_tiny_base(), "device": "auto"})
-    out = tmp_path / "run"
+    out = tmp_path / "gpus"
+    capsys.readouterr()  # the first search's output
     search(path, out=out, report=False, plugins=[faults])
     header = next(line for line in capsys.readouterr().out.splitlines() if "search tiny:" in line)
     assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, 1 GPU (the cluster has 4 GPUs)"), header
@@ -209,60 +254,3 @@ def _tiny_base():
     from tests.engine.conftest import TINY_BASE
 
     return dict(TINY_BASE)
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_a_peer_whose_process_dies_is_retried(tmp_path, write_space, ray_env, monkeypatch, load_run_study,
-                                              trial_faults):
-    """Rank 1's process is killed (SIGKILL, first attempt only) before the group forms: rank 0 gives up at the
-    group's timeout, the attempt ends as a lost worker, Tune runs the trial again and it completes."""
-    from recipesearch.engine import study as st
-    from recipesearch.engine.api import search
-    from recipesearch.engine.ranks import TIMEOUT_ENV
-
-    # The retry's rank 1 is a fresh Ray worker: importing torch took over 16 s on 2 cores loaded by the suite's
-    # other half (seen in `make test`), so the retry's group waits 45 s; the first attempt, whose rank 1 is
-    # surely dead, waits 3 s (``group_timeout``) rather than spend the 45 s on a peer that never comes.
-    faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "once": str(tmp_path / "struck")},
-                          {"kind": "group_timeout", "trial": 0, "seconds": 3, "once": str(tmp_path / "short")})
-    monkeypatch.setenv(TIMEOUT_ENV, "45")
-    _ray(4, plugin=tmp_path / f"{faults}.py")
-    path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={})
-    out = tmp_path / "run"
-    search(path, out=out, quiet=True, report=False, plugins=[faults])
-    assert (tmp_path / "struck").exists()
-    (trial,) = load_run_study(out).get_trials()
-    assert trial.state.name == "COMPLETE", trial.user_attrs
-    assert trial.user_attrs[st.RETRIES] == 1 and trial.user_attrs["workers"] == 2
-    assert trial.user_attrs["retry_reason"] == "worker lost: rank 1 of 2: its process died (WorkerCrashedError)"
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_a_two_worker_trial_goes_on_from_its_checkpoint(tmp_path, write_space, ray_env, load_run_study, trial_faults):
-    """Checkpoints every 0.12 s; rank 1's process is SIGKILLed right after the trial's first checkpoint reached Tune
-    (first attempt only). Tune runs the trial again from that checkpoint: it completes with resumes 1, every step
-    trained once, and the accuracy of the same recipe run on 2 ranks without a break (torch.multiprocessing)."""
-    from recipesearch.engine import study as st
-    from recipesearch.engine.api import search
-    from tests.engine.conftest import TINY_BASE
-    from tests.train.test_distributed_checkpoint import run_ranks
-
-    faults = trial_faults({"kind": "sigkill", "trial": 0, "rank": 1, "after_checkpoint": 1,
-                           "once": str(tmp_path / "struck")})
-    _ray(4, plugin=tmp_path / f"{faults}.py")
-    path = write_space(trials=1, concurrency=1, budgets=[1], resources={"cpus": 1, "workers": 2}, algorithms={},
-                       checkpoint_minutes=0.002, base={**TINY_BASE, "max_duration": 3})
-    out = tmp_path / "run"
-    search(path, out=out, quiet=True, report=False, plugins=[faults])
-    assert (tmp_path / "struck").exists()
-    (trial,) = load_run_study(out).get_trials()
-    a = trial.user_attrs
-    assert trial.state.name == "COMPLETE", a
-    assert a[st.RETRIES] == 1 and a["retry_reason"].startswith("worker lost: rank 1 of 2"), a
-    assert a["workers"] == 2 and a["resumes"] == 1 and a["checkpoints"] >= 1 and a["resume_gap_seconds"] > 0, a
-    assert not any("not resumed" in w or "without checkpoints" in w for w in a.get("warnings", "").split("; ")), a
-    whole = run_ranks({"kind": "whole", "recipe_json": a["recipe_json"]})[0]["result"]
-    assert a["steps"] == whole["steps"]  # every step trained, none twice
-    assert a["accuracy"] == whole["accuracy"]  # bit-identical to the run that was never cut

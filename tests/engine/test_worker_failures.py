@@ -20,34 +20,34 @@ def _trials(out: Path, load_run_study) -> tuple[list, pd.DataFrame]:
     return load_run_study(out).get_trials(), pd.read_csv(out / "trials.csv")
 
 
-def test_a_trial_whose_worker_dies_once_runs_again_and_completes(tmp_path, write_space, shared_ray, run_cli,
-                                                                  load_run_study, trial_faults):
-    out = tmp_path / "run"
-    faults = trial_faults({"kind": "sigkill", "trial": 1, "once": str(tmp_path / "struck")})
-    r = run_cli(["search", str(write_space(trials=4, concurrency=1)), "--out", str(out), "--no-report",
-                 "--plugin", faults, *shared_ray.args], env=shared_ray.env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert (tmp_path / "struck").exists()  # the fault did strike
-    trials, df = _trials(out, load_run_study)
-    assert [t.state.name for t in trials] == ["COMPLETE"] * 4
-    retried = [t for t in trials if t.user_attrs.get("retries")]
-    assert [(t.number, t.user_attrs["retries"]) for t in retried] == [(1, 1)]
-    assert retried[0].user_attrs["retry_reason"].startswith(("worker crashed", "out of memory"))
-    assert "running it again (retry 1)" in r.stdout
-    assert df.set_index("number").loc[1, "retries"] == 1 and df["retries"].isna().sum() == 3
-
-
-def test_a_worker_lost_on_every_attempt_fails_its_trial_and_resume_runs_it_again(
+def test_a_worker_lost_once_is_retried_and_one_lost_on_every_attempt_fails_until_resume_runs_it_again(
         tmp_path, write_space, shared_ray, run_cli, load_run_study, trial_faults):
+    """One search (and its resumes) for what were two tests, each a search of its own:
+
+    1) a trial whose worker dies once runs again and completes (trial 1: SIGKILLed at its first attempt's start);
+    2) a worker lost on every attempt fails its trial, the search goes on, and ``--resume`` runs it again (trial 2:
+       SIGKILLed at every start; ``max_failures: 1``), and then has nothing more to do.
+    """
     space, out = write_space(trials=4, concurrency=1, max_failures=1), tmp_path / "run"
-    faults = trial_faults({"kind": "sigkill", "trial": 2})
+    faults = trial_faults({"kind": "sigkill", "trial": 1, "once": str(tmp_path / "struck")},
+                          {"kind": "sigkill", "trial": 2})
     r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults, *shared_ray.args],
                 env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr  # the search went on past the lost trial
+    assert (tmp_path / "struck").exists()  # the fault did strike
     trials, df = _trials(out, load_run_study)
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
+    # 1) died once: run again (retry 1), completed
+    retried = trials[1]
+    assert retried.user_attrs["retries"] == 1 and "worker_lost" not in retried.user_attrs, retried.user_attrs
+    assert retried.user_attrs["retry_reason"].startswith(("worker crashed", "out of memory"))
+    assert any("trial 1: " in line and "running it again (retry 1)" in line for line in r.stdout.splitlines())
+    assert all("retries" not in t.user_attrs for t in (trials[0], trials[3]))
+    # trials.csv: retries of the two struck trials only
+    assert df.set_index("number")["retries"].fillna(0).tolist() == [0, 1, 2, 0]
+    # 2) lost on every attempt: two deaths, the first attempt's (Tune ran it again) and the retry's, past
+    # max_failures: 1
     lost = trials[2]
-    # two deaths: the first attempt's (Tune ran it again) and the retry's, past max_failures: 1
     assert lost.user_attrs["worker_lost"] is True and lost.user_attrs["retries"] == 2
     assert lost.user_attrs["error"].startswith(("worker crashed", "out of memory")), lost.user_attrs["error"]
     assert "Traceback" not in r.stdout + r.stderr
