@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.engine.conftest import REPO, TINY_BASE
-from tests.engine.test_checkpoint_resume import _check_resumed, _checkpoint_files, _space
+from tests.engine.resumed_checks import check_resumed, checkpoint_files, checkpointing_space
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -114,7 +114,7 @@ def test_search_on_a_two_node_loopback_cluster_then_losing_its_worker_node(
     # checkpointed trials were in flight together). Checkpoints every 0.3 s, 40 epochs (2-5 s a trial). Two
     # trials only: after the node is gone, everything left runs one at a time on the head.
     faults = trial_faults({"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 120})
-    space = _space(write_space, epochs=40, minutes=0.005, name="node_loss.yaml", trials=2, concurrency=2)
+    space = checkpointing_space(write_space, epochs=40, minutes=0.005, name="node_loss.yaml", trials=2, concurrency=2)
     out, log = tmp_path / "node_loss", tmp_path / "search.log"
     # not --quiet: the retry's progress line is checked below
     proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out),
@@ -124,7 +124,7 @@ def test_search_on_a_two_node_loopback_cluster_then_losing_its_worker_node(
     # Both trials in flight have a checkpoint (so the one on the worker node has one): take the node down.
     def both_checkpointed(trials: list) -> bool:
         running = {t.number for t in trials if t.state.name == "RUNNING"}
-        saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in _checkpoint_files(out)}
+        saved = {int(re.match(r"trial_(\d+)_", f.parents[1].name).group(1)) for f in checkpoint_files(out)}
         return len(running) == 2 and running <= saved
 
     wait_for_trials(proc, out, log, "two checkpointed trials in flight", both_checkpointed)
@@ -140,7 +140,7 @@ def test_search_on_a_two_node_loopback_cluster_then_losing_its_worker_node(
     assert again, printed
     for t in again:
         assert t.user_attrs["node"] == loopback_cluster.head
-        _check_resumed(t, trials)
+        check_resumed(t, trials)
     rerun_of = {t.user_attrs.get("requeued_from") for t in trials}
     for t in trials:
         if t.state.name != "COMPLETE":

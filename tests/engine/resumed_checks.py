@@ -1,0 +1,48 @@
+"""What a trial that went on from a checkpoint must show, shared by the kill -9 scenario (test_resume.py), the
+worker killed after a checkpoint (test_checkpoint_resume.py) and the lost worker node (test_cluster.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def checkpointing_space(write_space, epochs: float, minutes: float, **overrides: Any) -> Path:
+    """The tiny space at ``epochs`` epochs a trial, checkpointing every ``minutes`` (fractions: tenths of a s)."""
+    from tests.engine.conftest import TINY_BASE
+
+    return write_space(base={**TINY_BASE, "max_duration": epochs}, checkpoint_minutes=minutes, **overrides)
+
+
+def checkpoint_files(out: Path) -> list[Path]:
+    """The checkpoints of a Ray search's trials still in Tune's storage."""
+    return sorted((out / "ray").glob("*/trial_*/checkpoint_*/trainer.pt"))
+
+
+def uninterrupted(trial):
+    """The trial's recipe trained start to end in this process: what a resumed run must equal."""
+    from recipesearch.recipe import recipe_from_dict
+    from recipesearch.train.loop import fit
+
+    return fit(recipe_from_dict(json.loads(trial.user_attrs["recipe_json"])))
+
+
+def check_resumed(trial, trials, selects: str = "test") -> None:
+    """``trial`` went on from its predecessor's checkpoint: every step trained once, the result bit-identical to
+    the uncut run (CPU), train_seconds the sum of its segments. ``selects``: the search's metric_split."""
+    alone = uninterrupted(trial)
+    attrs = trial.user_attrs
+    assert attrs["resumes"] == 1 and attrs["checkpoints"] >= 1 and attrs["resume_gap_seconds"] > 0, attrs
+    assert 0 < attrs["resumed_at_step"] < attrs["steps"], attrs  # went on from a step, not from 0
+    assert attrs["steps"] == alone.steps  # every step trained, none twice
+    # bit-identical to the run that was never cut: the test accuracy, and the metric the search selects on
+    assert attrs["accuracy"] == alone.accuracy
+    assert trial.values[0] == (alone.val_accuracy if selects == "val" else alone.accuracy)
+    # train_seconds sums its segments: per step about what the search's uncut trials took (same tiny CNN, Ray
+    # workers under the same load), not a fraction or a multiple. Not against ``alone``: it trains in this test
+    # process, beside the other test worker, where a run once took 6x the trial's time. Within the range the uncut
+    # ones spanned, widened 3x each way: under the full suite two uncut trials once differed 5x per step.
+    uncut = sorted(t.user_attrs["train_seconds"] / t.user_attrs["steps"] for t in trials
+                   if t.state.name == "COMPLETE" and not t.user_attrs.get("resumes") and t.user_attrs.get("steps"))
+    assert uncut, [t.user_attrs for t in trials]
+    assert uncut[0] / 3 < attrs["train_seconds"] / attrs["steps"] < 3 * uncut[-1], (attrs, uncut)
