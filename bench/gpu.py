@@ -26,7 +26,7 @@ The time plan (``PLAN``, printed first): each section has a planned number of se
 the sections before it left unused, but never the time planned for the required sections after it; a section
 that would not get half its plan is skipped and says so, and inside a section a seed, round or level that would
 overrun is not started (the section records what it left out). ``--dry-run`` runs the same code on the CPU at
-tiny sizes (``SIZES["dry"]``: 1024 images, tiny widths, 1-2 epochs and seeds, packing of 1 trial per process),
+tiny sizes (``SIZES["dry"]``: 512 images, tiny widths, 1-2 epochs and seeds, packing of 1 trial per process),
 airbench's side by its CPU stand-in (``gpu_airbench.STANDIN_SERVER``), and writes a temporary results file.
 """
 from __future__ import annotations
@@ -65,9 +65,9 @@ SIZES: dict[str, dict[str, Any]] = {
                    "versus_epochs": EPOCHS, "versus_seeds": 3, "versus_reserve": 55.0},
     },
     "dry": {
-        "data": {"n_train": 1024, "n_test": 256},
+        "data": {"n_train": 512, "n_test": 128},
         "recipe": {"model": {"name": "airbench94", "widths": [8, 16, 16]}, "batch_size": 128, "precision": "fp32",
-                   "eval_batch_size": 256, "algorithms": {"patch_whitening": {"n_images": 512}}},
+                   "eval_batch_size": 128, "algorithms": {"patch_whitening": {"n_images": 256}}},
         "overhead": {"nets": {"resnet9": {"name": "resnet9", "width": 4},
                               "airbench94": {"name": "airbench94", "widths": [8, 16, 16]}},
                      "steps": 3, "batch": 32, "repeats": 2, "precision": "fp32"},
@@ -75,7 +75,7 @@ SIZES: dict[str, dict[str, Any]] = {
                          "compile_modes": {"torch.compile (eager backend)": {"backend": "eager"},
                                            "torch.compile + CUDA graphs": {"mode": "reduce-overhead"}},
                          "compile_estimate": 10.0, "compile_reserve": 15.0, "compile_eval_batch": 256},
-        "packing": {"levels": [1, 2, 4], "budget": 0.1, "trials_per_process": 1, "ray_trials": 1, "budgets": [0.1],
+        "packing": {"levels": [1, 2], "budget": 0.1, "trials_per_process": 1, "ray_trials": 1, "budgets": [0.1],
                     "baseline_seeds": 1, "confirm_seeds": 2, "threads": 1},
         "search": {"budgets": [0.1, 0.2], "baseline_seeds": 1, "proposals": 2, "confirm_seeds": 2, "threads": 1,
                    "versus_epochs": [1.0, 2.0], "versus_seeds": 1, "versus_reserve": 15.0},

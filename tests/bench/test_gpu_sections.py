@@ -285,19 +285,39 @@ def test_the_device_command_fits_the_tool_and_keeps_what_a_cut_run_measured():
     assert sum(plan[k] for k in ("setup", *gpu.REQUIRED)) <= budget
 
 
-def _dry(tmp_path, only):
-    out = tmp_path / "dry.json"
-    proc = subprocess.run([sys.executable, "-m", "bench.gpu", "--dry-run", "--only", only, "--results", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=280)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return json.loads(out.read_text()), proc.stdout
-
-
 @pytest.mark.slow
-def test_the_dry_run_of_the_cheap_sections_writes_the_keys(tmp_path):
-    """overhead and reproduction on CPU stand-ins (~30 s): every key of issue 30 item 7 they own is there."""
-    result, log = _dry(tmp_path, "overhead,reproduction")
+@pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
+def test_the_dry_run_of_every_section_writes_the_keys(tmp_path, monkeypatch, capsys):
+    """The dry run end to end, as ``python -m bench.gpu --dry-run --only ... --results FILE`` (its main, in this
+    process): overhead, reproduction, packing and the cut search on CPU stand-ins, in one run (one set of
+    images, one stand-in airbench child for the reproduction and the search). Covers what were two dry runs:
+
+    - the cheap sections: every key of issue 30 item 7 that overhead and reproduction own is there, both sides
+      of the reproduction ran on both seeds, the compile modes (eager backend ran, CUDA graphs refused);
+    - packing at 1 and 2 trials per process-packed 'GPU' and the cut search with confirmation: each level ran
+      its trials without error, the search finished with a headline and its recipe beside airbench;
+    - the results file is written after each section as it finishes (partial until the last), and at the end."""
+    from bench import common
+
+    out = tmp_path / "dry.json"
+    saved = []
+
+    def spy(path, part):
+        saved.append((Path(path), [k for k in gpu.REQUIRED if k in part], part.get("partial")))
+        return common.write_json(path, part)
+
+    monkeypatch.setattr(gpu, "write_json", spy)
+    # a budget no loaded machine runs out of: no section is cut by the time plan (its own tests are above)
+    gpu.main(["--dry-run", "--only", "overhead,reproduction,packing,search", "--results", str(out),
+              "--budget-seconds", "3000"])
+    log = capsys.readouterr().out
+    result = json.loads(out.read_text())
     assert "time plan" in log and result["dry_run"] and not result["partial"]
+    assert saved == [(out, list(gpu.REQUIRED[:n]), n < 4) for n in range(1, 5)] + [(out, list(gpu.REQUIRED), False)]
+    assert set(result["plan"]["sections"]) == set(gpu.REQUIRED)
+    assert not [k for k in gpu.REQUIRED if result[k].get("error") or result[k].get("skipped")], log[-3000:]
+
+    # overhead and reproduction
     assert set(result["overhead"]["nets"]) == {"resnet9", "airbench94"}
     for key in KEYS[:4]:
         assert isinstance(gr.value_at(result, key), float)
@@ -307,20 +327,12 @@ def test_the_dry_run_of_the_cheap_sections_writes_the_keys(tmp_path):
     modes = repro["compile"]["modes"]
     assert modes["torch.compile + CUDA graphs"]["skipped"] == "CUDA graphs need CUDA"
     assert modes["torch.compile (eager backend)"]["runs"] and not modes["torch.compile (eager backend)"]["errors"]
-    assert set(result["plan"]["sections"]) == {"overhead", "reproduction"}
 
-
-@pytest.mark.slow
-def test_the_dry_run_of_packing_and_the_search_writes_the_keys(tmp_path, monkeypatch):
-    """packing at 1 and 2 trials per process-packed 'GPU' and the cut search with confirmation (~60 s)."""
-    monkeypatch.setitem(gpu.SIZES["dry"]["packing"], "levels", [1, 2])
-    saved = []
-    result = gpu.run(dry_run=True, only=["packing", "search"], previous={}, on_section=saved.append)
+    # packing and the search
     assert list(k for k in result["packing"] if k != "finished") == ["1", "2"]
     assert all(result["packing"][k]["n_trials"] == int(k) and not result["packing"][k]["errors"] for k in ("1", "2"))
     s = result["search"]
     assert s["executor"] == "inprocess" and s["run"]["returncode"] == 0 and len(s["trials"]) >= 4
     assert s["headline"]["number"] is not None and "best_time_to_94_vs_airbench" in s
     assert {r["side"] for r in s["versus"]["runs"]} == {"airbench", "ours"}
-    assert [sorted(k for k in x if k in ("packing", "search")) for x in saved] == [["packing"], ["packing", "search"]]
     assert np.isfinite(s["versus"]["max_accuracy_gap_pp"])

@@ -221,8 +221,21 @@ def _seeds(job):
             for seed in job["seeds"]]
 
 
+def _sequence(job):
+    """``job["jobs"]`` one after another in this group, each from its own seeded start (a job's failure is its
+    finding, and the next one runs): one spawn of the ranks (their start and torch import: seconds each) for
+    checks that need no fresh group of their own. A job that ends the group (``fail``) goes last."""
+    found = []
+    for each in job["jobs"]:
+        try:
+            found.append(_JOBS[each["kind"]](each))
+        except Exception as exc:  # noqa: BLE001 - as _rank_main records a whole job's
+            found.append({"raised": f"{type(exc).__name__}: {exc}"})
+    return found
+
+
 _JOBS = {"train": _train, "prune": _prune, "fail": _fail, "slow_peer": _slow_peer, "contract": _contract,
-         "skip": _skip, "seeds": _seeds}
+         "skip": _skip, "seeds": _seeds, "sequence": _sequence}
 
 
 def run_ranks(job: dict, world: int = 2, timeout: float = 120) -> list[dict]:
@@ -256,14 +269,46 @@ BATCH_TOUCHING = {
 }
 
 
+# One spawn of 2 ranks runs every check below that needs no fresh group (a spawn costs seconds of process start
+# and torch import per rank); the rank that dies goes last, since it ends the group.
+MECHANICS = {
+    "batch": {"kind": "train", "algorithms": BATCH_TOUCHING, "overrides": {"max_duration": 1, "batch_size": 32}},
+    "skip": {"kind": "skip", "overrides": {"max_duration": 0.25}},
+    "frozen": {"kind": "train", "overrides": {"model": {"name": "resnet8", "width": 8}, "max_duration": 0.5},
+               "algorithms": {"layer_freezing": {"freeze_start": 0.3, "freeze_level": 0.5},
+                              "stochastic_depth": {"drop_rate": 0.5}}},
+    "slow_peer": {"kind": "slow_peer", "sleep": 0.05, "overrides": {"max_duration": 0.5}},
+    "prune": {"kind": "prune", "stop_at": 0.5, "overrides": {"max_duration": 1}},
+    "fail": {"kind": "fail", "overrides": {"max_duration": 1}},
+}
+
+
 @pytest.mark.slow
-def test_two_ranks_share_the_global_batch_and_stay_in_step():
-    """MixUp, progressive resizing and selective backprop on 2 ranks: each trains half of every global batch
-    (half of the kept half while selective backprop selects; both ranks at the same resized shape), the
-    samples add up to a one-worker run's, the weights end equal on both ranks, and the ranks draw different
-    random numbers."""
-    job = {"kind": "train", "algorithms": BATCH_TOUCHING, "overrides": {"max_duration": 1, "batch_size": 32}}
-    ranks = run_ranks(job)
+@pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
+def test_two_ranks_in_one_group_stay_in_step_skip_prune_wait_and_fail_together():
+    """The 2-rank mechanics, one job after another in one group (each check was a test of its own, with its
+    own spawn; every assertion is kept):
+
+    - the global batch: MixUp, progressive resizing and selective backprop on 2 ranks: each trains half of
+      every global batch (half of the kept half while selective backprop selects; both ranks at the same
+      resized shape), the samples add up to a one-worker run's, the weights end equal on both ranks, and the
+      ranks draw different random numbers;
+    - a step one rank skips is skipped by all: ``skip_step`` set on rank 1 only (by an algorithm that
+      declares ``skips_steps``): both ranks skip it;
+    - parameters without gradients do not desync the ranks: layer freezing (parameters stop getting
+      gradients) and stochastic depth (blocks dropped per rank);
+    - rank 0's clock is the trial's training wall time: every step's all-reduce waits for the slowest rank, so
+      rank 0's train_seconds covers a slow peer's time: 22 steps with rank 1 sleeping 50 ms each take rank 0
+      at least 1.1 s;
+    - a rung stop stops every rank at the same step;
+    - a rank that dies fails its peer quickly: a rank raising closes the group; the other fails at its next
+      collective, well before the timeout."""
+    names = list(MECHANICS)
+    found = run_ranks({"kind": "sequence", "jobs": list(MECHANICS.values())}, timeout=600)
+    assert all(len(r) == len(names) for r in found), found
+    got = {name: [r[i] for r in found] for i, name in enumerate(names)}
+
+    ranks, job = got["batch"], MECHANICS["batch"]
     alone = fit(_recipe(job))
     for r in ranks:
         assert r["result"]["samples_seen"] == alone.samples_seen and r["result"]["steps"] == alone.steps
@@ -281,74 +326,55 @@ def test_two_ranks_share_the_global_batch_and_stay_in_step():
     assert math.isfinite(ranks[0]["result"]["accuracy"]) and math.isnan(ranks[1]["result"]["accuracy"])
     assert ranks[0]["result"]["accuracy"] > 0.2, (ranks[0]["result"]["accuracy"], alone.accuracy)  # chance: 0.1
 
-
-@pytest.mark.slow
-def test_every_algorithm_keeps_the_ranks_in_step():
-    """The contract run of every registered algorithm on 2 ranks: it trains without error and both ranks end
-    with the same parameters (and averaged copy: EMA, SWA). BatchNorm's running statistics are not compared:
-    DDP broadcasts rank 0's before each forward, and each rank's last forward then updates its own."""
-    ranks = run_ranks({"kind": "contract"}, timeout=280)
-    assert set(ranks[0]) == set(ranks[1]) and len(ranks[0]) >= 25
-    for name, got in ranks[0].items():
-        other = ranks[1][name]
-        assert got["error"] is None and other["error"] is None, (name, got["error"], other["error"])
-        assert all(torch.equal(a, b) for a, b in zip(got["weights"], other["weights"], strict=True)), name
-        assert got["samples"] == other["samples"], name
-
-
-@pytest.mark.slow
-def test_a_step_one_rank_skips_is_skipped_by_all():
-    """``skip_step`` set on rank 1 only (by an algorithm that declares ``skips_steps``): both ranks skip it."""
-    ranks = run_ranks({"kind": "skip", "overrides": {"max_duration": 0.25}})
+    ranks = got["skip"]
     steps = ranks[0]["steps"]
     assert ranks[0]["stepped"] == ranks[1]["stepped"] == [k for k in range(steps) if k != 3]
     assert torch.equal(ranks[0]["params"], ranks[1]["params"])
 
-
-@pytest.mark.slow
-def test_parameters_without_gradients_do_not_desync_the_ranks():
-    """Layer freezing (parameters stop getting gradients) and stochastic depth (blocks dropped per rank)."""
-    job = {"kind": "train", "overrides": {"model": {"name": "resnet8", "width": 8}, "max_duration": 1},
-           "algorithms": {"layer_freezing": {"freeze_start": 0.3, "freeze_level": 0.5},
-                          "stochastic_depth": {"drop_rate": 0.5}}}
-    ranks = run_ranks(job)
+    ranks = got["frozen"]
     assert torch.equal(ranks[0]["params"], ranks[1]["params"])
     assert ranks[0]["frozen"] and all(ranks[0]["frozen"])  # frozen: no gradient, so weight decay leaves them
 
-
-@pytest.mark.slow
-def test_rank_0s_clock_is_the_trials_training_wall_time():
-    """Every step's all-reduce waits for the slowest rank, so rank 0's train_seconds (the trial's) covers a slow
-    peer's time: 44 steps with rank 1 sleeping 50 ms each take rank 0 at least 2.2 s."""
-    ranks = run_ranks({"kind": "slow_peer", "sleep": 0.05, "overrides": {"max_duration": 1}})
+    ranks = got["slow_peer"]
     steps = ranks[0]["steps"]
-    assert steps == 44 and ranks[0]["train_seconds"] >= steps * 0.05, ranks
+    assert steps == 22 and ranks[0]["train_seconds"] >= steps * 0.05, ranks  # 1438 // 32 // 2
     assert ranks[1]["train_seconds"] >= steps * 0.05
 
-
-@pytest.mark.slow
-def test_a_rung_stop_stops_every_rank_at_the_same_step():
-    ranks = run_ranks({"kind": "prune", "stop_at": 0.5, "overrides": {"max_duration": 1}})
+    ranks = got["prune"]
     assert ranks[0]["pruned_at"] == ranks[1]["pruned_at"] == round(0.5 * 44)  # 1438 // 32 = 44 steps
     assert 0 <= ranks[0]["accuracy"] <= 1 and math.isnan(ranks[1]["accuracy"])
 
-
-@pytest.mark.slow
-def test_a_rank_that_dies_fails_its_peer_quickly():
-    """A rank raising closes the group; the other fails at its next collective, well before the timeout."""
-    ranks = run_ranks({"kind": "fail", "overrides": {"max_duration": 1}}, timeout=60)
+    ranks = got["fail"]
     assert ranks[1] == {"raised": "RuntimeError: rank 1 gives up"}
     assert ranks[0]["error"] is not None and ranks[0]["seconds"] < 30, ranks[0]
     assert distributed.peer_gone(ranks[0]["error"]), ranks[0]["error"]
 
 
 @pytest.mark.slow
-def test_accuracy_within_noise_of_one_worker():
-    """Digits, width-8 CNN, batch 32, 3 epochs, seeds 0-3: the mean test accuracy of 2 workers is within 0.02 of
-    one worker's. Measured over seeds 0-7 (2-core CPU): one worker 0.965 (sd 0.010), two 0.960 (sd 0.007); the
-    difference of two 4-seed means then has an sd of about 0.006, so 0.02 is more than 3 sd."""
+@pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
+def test_every_algorithm_keeps_the_ranks_in_step_and_two_are_as_accurate_as_one():
+    """One spawn of 2 ranks for both (each was a test with a spawn of its own):
+
+    - every algorithm keeps the ranks in step: the contract run of every registered algorithm on 2 ranks
+      trains without error and both ranks end with the same parameters (and averaged copy: EMA, SWA).
+      BatchNorm's running statistics are not compared: DDP broadcasts rank 0's before each forward, and each
+      rank's last forward then updates its own;
+    - accuracy within noise of one worker: digits, width-8 CNN, batch 32, 3 epochs, seeds 0-3: the mean test
+      accuracy of 2 workers is within 0.02 of one worker's. Measured over seeds 0-7 (2-core CPU): one worker
+      0.965 (sd 0.010), two 0.960 (sd 0.007); the difference of two 4-seed means then has an sd of about
+      0.006, so 0.02 is more than 3 sd."""
     overrides = {"max_duration": 3, "batch_size": 32}
+    jobs = [{"kind": "contract"}, {"kind": "seeds", "seeds": list(range(4)), "overrides": overrides}]
+    found = run_ranks({"kind": "sequence", "jobs": jobs}, timeout=600)
+    contract = [r[0] for r in found]
+    assert set(contract[0]) == set(contract[1]) and len(contract[0]) >= 25
+    for name, mine in contract[0].items():
+        other = contract[1][name]
+        assert mine["error"] is None and other["error"] is None, (name, mine["error"], other["error"])
+        assert all(torch.equal(a, b) for a, b in zip(mine["weights"], other["weights"], strict=True)), name
+        assert mine["samples"] == other["samples"], name
+
     one = [fit(_recipe({"overrides": {**overrides, "seed": seed}})).accuracy for seed in range(4)]
-    two = [r["accuracy"] for r in run_ranks({"kind": "seeds", "seeds": list(range(4)), "overrides": overrides})[0]]
+    two = [r["accuracy"] for r in found[0][1]]
     assert abs(statistics.mean(one) - statistics.mean(two)) <= 0.02, (one, two)
     assert min(two) > 0.9, two

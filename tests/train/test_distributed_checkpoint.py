@@ -116,68 +116,89 @@ def _differ(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> list[str]
     return [k for k in a if not torch.equal(a[k], b[k])]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("name", "crash_step"), [("ema-mixup", 7), ("swa-selective", STEPS_PER_EPOCH + 7)],
-                         ids=["first-epoch", "second-epoch"])
-def test_two_ranks_resumed_mid_epoch_end_bit_identical(tmp_path, name, crash_step):
-    """Stopped mid-way through the first epoch (the second epoch's order is drawn after the resume) or the
-    second (after SWA started)."""
-    found = run_ranks({"kind": "sequence", "jobs": [
-        {"kind": "whole", "recipe": name},
-        {"kind": "crash", "recipe": name, "crash_step": crash_step, "every": 0.0, "dir": str(tmp_path)}]})
-    whole, crashed = ([rank[i] for rank in found] for i in range(2))
-    # every rank paused at the same steps; the file is rank 0's
-    assert [s for s, _ in crashed[0]["seen"]] == [s for s, _ in crashed[1]["seen"]] == list(range(1, crash_step + 1))
-    assert {p for _, p in crashed[0]["seen"]} == {str(tmp_path / checkpoint.FILENAME)}
-    assert {p for _, p in crashed[1]["seen"]} == {None}
-    saved = torch.load(tmp_path / checkpoint.FILENAME, weights_only=False)
-    assert saved["world"] == 2 and saved["step"] == crash_step and len(saved["peers"]) == 1
-    # the peer's part holds no weights: rank 0's are kept once
-    peer = torch.load(io.BytesIO(saved["peers"][0]["snapshot"]), weights_only=False)
-    assert all(p.numel() == 0 for p in peer["model"].parameters())
-    assert sum(p.numel() for p in saved["model"].parameters()) > 0
-
-    resumed = run_ranks({"kind": "resume", "recipe": name, "dir": str(tmp_path)})
-    for rank in range(2):
-        assert resumed[rank]["start"] == crash_step
-        assert _differ(whole[rank]["state"], resumed[rank]["state"]) == [], rank
-        got, expected = resumed[rank]["result"], whole[rank]["result"]
-        assert (got["steps"], got["samples_seen"], got["resumes"]) == (expected["steps"], expected["samples_seen"], 1)
-    got, expected = resumed[0]["result"], whole[0]["result"]
-    assert (got["accuracy"], got["loss"]) == (expected["accuracy"], expected["loss"])
-    assert not any("not resumed" in w for w in got["warnings"]) and got["checkpoints"] == crash_step
-    assert got["train_seconds"] > saved["train_seconds"] > 0
-    # the ranks differ where they should (each its own BatchNorm statistics), so the comparison above is per rank
-    assert _differ(whole[0]["state"], whole[1]["state"]) != []
+# The mid-epoch resumes: stopped mid-way through the first epoch (the second epoch's order is drawn after the
+# resume) or the second (after SWA started: at 0.5 of 1.5 epochs, step 16).
+RESUMED = {"ema-mixup": 7, "swa-selective": STEPS_PER_EPOCH + 7}
+RESUMED_EPOCHS = {"max_duration": 1.5}
+SHORT = {"max_duration": 0.5}  # the runs given a checkpoint of another world size
 
 
 @pytest.mark.slow
-def test_a_checkpoint_of_another_world_size_is_not_restored(tmp_path):
-    """A 2-rank checkpoint given to one worker, and a one-worker checkpoint given to 2 ranks: each run trains
-    from step 0, with a warning, and ends as if it had been given none."""
-    name = "ema-mixup"
-    two = tmp_path / "two"
-    run_ranks({"kind": "crash", "recipe": name, "crash_step": 5, "every": 0.0, "dir": str(two),
-               "overrides": {"max_duration": 0.5}})
-    recipe = _recipe({"recipe": name, "overrides": {"max_duration": 0.5}})
+@pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
+def test_two_ranks_resumed_mid_epoch_end_bit_identical_and_other_world_sizes_are_not_restored(tmp_path):
+    """Two spawns of 2 ranks for every check (each case was a test with two spawns of its own); the second is
+    a fresh process group, as a trial's retry is:
+
+    - two ranks resumed mid-epoch end bit-identical to the uninterrupted 2-rank run, on every rank (weights,
+      BatchNorm statistics, averaged copies), for both recipes of RECIPES (stopped in the first epoch and in
+      the second, after SWA started): the first spawn runs each recipe whole and then crashes it after a
+      checkpoint, the second resumes both;
+    - a checkpoint of another world size is not restored: a 2-rank checkpoint (made in the first spawn) given
+      to one worker, and a one-worker checkpoint given to 2 ranks (in the second spawn, its first run, as in a
+      new trial): each run trains from step 0, with a warning, and ends as if it had been given none."""
+    dirs = {name: tmp_path / name for name in RESUMED}
+    two, one = tmp_path / "two", tmp_path / "one"
+    other = "ema-mixup"
+    first = run_ranks({"kind": "sequence", "jobs": [
+        *[job for name, crash_step in RESUMED.items() for job in (
+            {"kind": "whole", "recipe": name, "overrides": RESUMED_EPOCHS},
+            {"kind": "crash", "recipe": name, "crash_step": crash_step, "every": 0.0, "dir": str(dirs[name]),
+             "overrides": RESUMED_EPOCHS})],
+        {"kind": "crash", "recipe": other, "crash_step": 5, "every": 0.0, "dir": str(two), "overrides": SHORT}]},
+        timeout=600)
+
+    # another world size, one worker: the 2-rank checkpoint is not restored
+    recipe = _recipe({"recipe": other, "overrides": SHORT})
     alone = Trainer(recipe, resume_from=two).fit()
     assert alone.resumes == 0 and alone.steps == STEPS_PER_EPOCH // 2
     assert any("not resumed" in w and "2 data-parallel workers, this run has 1" in w for w in alone.warnings)
     assert alone.accuracy == Trainer(recipe).fit().accuracy
-
-    one = tmp_path / "one"
     with pytest.raises(Crash):
         Trainer(recipe, checkpoint_every=0.0, checkpoint_dir=one,
                 on_checkpoint=lambda path, info: (_ for _ in ()).throw(Crash())).fit()
     assert (one / checkpoint.FILENAME).exists()
-    found = run_ranks({"kind": "sequence", "jobs": [  # the resume first: its ranks' first run, as in a new trial
-        {"kind": "resume", "recipe": name, "dir": str(one), "overrides": {"max_duration": 0.5}},
-        {"kind": "whole", "recipe": name, "overrides": {"max_duration": 0.5}}]})
-    resumed, fresh = ([rank[i] for rank in found] for i in range(2))
+
+    second = run_ranks({"kind": "sequence", "jobs": [  # the one-worker resume first: its ranks' first run
+        {"kind": "resume", "recipe": other, "dir": str(one), "overrides": SHORT},
+        {"kind": "whole", "recipe": other, "overrides": SHORT},
+        *[{"kind": "resume", "recipe": name, "dir": str(dirs[name]), "overrides": RESUMED_EPOCHS}
+          for name in RESUMED]]}, timeout=600)
+
+    # another world size, 2 ranks: the one-worker checkpoint is not restored
+    resumed, fresh = ([rank[i] for rank in second] for i in range(2))
     assert [r["start"] for r in resumed] == [0, 0]
     assert any("1 data-parallel workers, this run has 2" in w for w in resumed[0]["result"]["warnings"])
     assert resumed[0]["result"]["accuracy"] == fresh[0]["result"]["accuracy"]
     assert _differ(resumed[1]["state"], fresh[1]["state"]) == []
+
+    for k, (name, crash_step) in enumerate(RESUMED.items()):
+        whole, crashed = ([rank[2 * k + i] for rank in first] for i in range(2))
+        resumed = [rank[2 + k] for rank in second]
+        folder = dirs[name]
+        # every rank paused at the same steps; the file is rank 0's
+        paused = [[s for s, _ in crashed[r]["seen"]] for r in range(2)]
+        assert paused[0] == paused[1] == list(range(1, crash_step + 1))
+        assert {p for _, p in crashed[0]["seen"]} == {str(folder / checkpoint.FILENAME)}
+        assert {p for _, p in crashed[1]["seen"]} == {None}
+        saved = torch.load(folder / checkpoint.FILENAME, weights_only=False)
+        assert saved["world"] == 2 and saved["step"] == crash_step and len(saved["peers"]) == 1
+        # the peer's part holds no weights: rank 0's are kept once
+        peer = torch.load(io.BytesIO(saved["peers"][0]["snapshot"]), weights_only=False)
+        assert all(p.numel() == 0 for p in peer["model"].parameters())
+        assert sum(p.numel() for p in saved["model"].parameters()) > 0
+
+        for rank in range(2):
+            assert resumed[rank]["start"] == crash_step, name
+            assert _differ(whole[rank]["state"], resumed[rank]["state"]) == [], (name, rank)
+            got, expected = resumed[rank]["result"], whole[rank]["result"]
+            assert (got["steps"], got["samples_seen"], got["resumes"]) == (expected["steps"],
+                                                                           expected["samples_seen"], 1)
+        got, expected = resumed[0]["result"], whole[0]["result"]
+        assert (got["accuracy"], got["loss"]) == (expected["accuracy"], expected["loss"]), name
+        assert not any("not resumed" in w for w in got["warnings"]) and got["checkpoints"] == crash_step
+        assert got["train_seconds"] > saved["train_seconds"] > 0
+        # the ranks differ where they should (each its own BatchNorm statistics): the comparison above is per rank
+        assert _differ(whole[0]["state"], whole[1]["state"]) != [], name
 
 
 def test_ranks_ask_about_once_a_second_or_every_step_for_short_intervals():
