@@ -10,7 +10,9 @@ Tune names a trial's folders (``trial_dirname_creator`` in engine/ray_tune.py gi
 number) and keeps the latest checkpoint of each trial only (``CheckpointConfig(num_to_keep=1)``). A trial
 that finished (completed, failed for its own reason or stopped at a rung) no longer needs its checkpoint,
 nor do the trials it re-ran: ``forget`` deletes them, so checkpoints do not pile up over a long search.
-Those of interrupted trials and of trials whose worker died stay until their re-run finishes.
+Those of interrupted trials and of trials whose worker died stay until their re-run finishes. A search that
+ran to its end keeps only what a re-run still queued would go on from (``keep_only``): a driver killed between
+a trial's result and its ``forget`` leaves that trial's checkpoints, which nothing would delete otherwise.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from recipesearch.train.checkpoint import FILENAME
 
 _INDEX = re.compile(r"checkpoint_(\d+)$")
+_TRIAL = re.compile(r"trial_(\d+)_")
 
 
 def _index(folder: Path) -> int:
@@ -50,6 +53,14 @@ class CheckpointStore:
                 if (folder / FILENAME).is_file():
                     return folder / FILENAME
         return None
+
+    def keep_only(self, numbers: Iterable[int]) -> int:
+        """Delete the checkpoints of every trial but ``numbers``; returns how many folders went."""
+        keep = {int(n) for n in numbers}
+        if not self.root.is_dir():
+            return 0
+        trials = {int(m.group(1)) for p in self.root.glob("*/trial_*") if (m := _TRIAL.match(p.name))}
+        return self.forget(sorted(trials - keep))
 
     def forget(self, numbers: Iterable[int]) -> int:
         """Delete every checkpoint of ``numbers``; returns how many folders went."""

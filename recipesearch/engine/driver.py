@@ -19,8 +19,9 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from recipesearch.engine import interrupts, shipping, user_code
+from recipesearch.engine import interrupts, queueing, shipping, user_code
 from recipesearch.engine import study as st
+from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import make_sampler
@@ -170,6 +171,7 @@ class SearchDriver:
                         else f"the base recipe at {len(space.budgets)} budget(s) x {space.baseline.seeds} seed(s)")
                 self.ui.message(f"baseline first: {what}")
             self.loop.run(self._executor())
+            self._checkpoints().keep_only(queueing.checkpoints_still_needed(self.loop.trials()))
             if self.loop.stop_reason:
                 self.ui.message(self.loop.stop_reason)
         except KeyboardInterrupt:
@@ -194,13 +196,16 @@ class SearchDriver:
         self.ui.summary(df, self.space)
         return df
 
+    def _checkpoints(self) -> CheckpointStore:
+        """Where this search's trials checkpoint: Tune's storage on Ray, the run directory's checkpoints/ else."""
+        return CheckpointStore(self.run_dir.ray_dir if self.ray is not None else self.run_dir.root / "checkpoints")
+
     def _executor(self) -> Any:
         if self.ray is None:
-            from recipesearch.engine.checkpoints import CheckpointStore
             from recipesearch.engine.executors import InProcess
 
             # one process trains one trial at a time; checkpoints in the run directory
-            return InProcess(concurrency=1, checkpoints=CheckpointStore(self.run_dir.root / "checkpoints"))
+            return InProcess(concurrency=1, checkpoints=self._checkpoints())
         from recipesearch.engine.ray_tune import RayTune
 
         session = len(self.log.data.get("sessions", [])) if self.log else 0

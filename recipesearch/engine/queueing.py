@@ -116,6 +116,12 @@ def rerun_chain(trials: Sequence[FrozenTrial], number: int | None) -> list[int]:
     return chain
 
 
+def checkpoints_still_needed(trials: Sequence[FrozenTrial]) -> set[int]:
+    """The trials whose checkpoints a re-run still queued (WAITING) would go on from: its whole chain."""
+    return {n for t in trials if t.state == TrialState.WAITING and t.user_attrs.get(REQUEUED_FROM) is not None
+            for n in rerun_chain(trials, t.user_attrs[REQUEUED_FROM])}
+
+
 def recover_interrupted(study: optuna.Study, storage: optuna.storages.BaseStorage) -> int:
     """Mark the RUNNING trials a killed driver left behind as interrupted and enqueue them again.
 

@@ -52,6 +52,33 @@ def test_rerun_chain_follows_requeued_from():
     assert rerun_chain(trials, None) == []
 
 
+def test_keep_only_deletes_every_other_trials_checkpoints(tmp_path):
+    store = CheckpointStore(tmp_path)
+    kept = _put(tmp_path, "session-0-1", 3, 1)
+    _put(tmp_path, "session-0-1", 4, 1)
+    _put(tmp_path, "session-1-2", 12, 5)  # trial 12: five digits in Tune's folder name too
+    assert store.keep_only({3}) == 2 and store.latest([3]) == kept and store.latest([4, 12]) is None
+    assert store.keep_only(set()) == 1 and store.latest([3]) is None
+    assert CheckpointStore(tmp_path / "missing").keep_only(set()) == 0
+
+
+def test_the_checkpoints_still_needed_are_the_chains_of_the_queued_re_runs():
+    import optuna
+
+    from recipesearch.engine import study as st
+    from recipesearch.engine.queueing import checkpoints_still_needed
+
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    for frm in (None, 0, None, 2):  # 0; 1 re-ran 0 (finished); 2; 3 re-runs 2 (queued, not started)
+        study.enqueue_trial({"x": 1}, user_attrs={st.REQUEUED_FROM: frm} if frm is not None else {})
+    for _ in range(3):
+        study.tell(study.ask(), [0.9, 1.0])
+    assert [t.state.name for t in study.get_trials()] == ["COMPLETE"] * 3 + ["WAITING"]
+    assert checkpoints_still_needed(study.get_trials()) == {2}
+    study.tell(study.ask(), [0.9, 1.0])
+    assert checkpoints_still_needed(study.get_trials()) == set()
+
+
 def test_checkpoint_minutes_reach_the_trial_config(make_space):
     import optuna
 
