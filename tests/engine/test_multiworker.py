@@ -210,14 +210,16 @@ def test_each_worker_gets_its_own_gpu_and_rungs_stop_a_two_worker_trial(tmp_path
     _ray(4, gpus=4, plugin=tmp_path / f"{faults}.py")
 
     # 1) rungs stop a two-worker trial.
-    # 8 trials: when every search trial sits at chance at the rung, the rung ranks them by seconds alone, so a
-    # newcomer goes on only when it is the fastest so far; while the baseline shares the CPUs the later trials
-    # run faster, and with 6 trials (one a repeat, never trained) all went on once in a fresh clone's suite
+    # A stop must not hang on the machine's speed: the rung ranks (accuracy, seconds), so a trial at chance that
+    # is not also slower than one that learns can go on. Before, with LR alone (all trials the same width), every
+    # trial at chance went on in a fresh clone's suite (8 trials, once; 6, once). Here a tiny LR comes with a CNN
+    # 6x as wide: those trials are both at chance and several times slower at the rung, dominated by any
+    # learning narrow trial that reached it first (random sampler, seed 0: such pairs are drawn).
     path = write_space("rungs.yaml", trials=8, concurrency=2, budgets=[1],
                        resources={"cpus": 1, "workers": 2, "gpus": 0},
                        scheduler={"name": "moasha", "reduction_factor": 2, "min_fraction": 0.3},
-                       sampler={"name": "random", "seed": 0},
-                       hparams={"optimizer.lr": {"choices": [0.05, 0.0001, 0.0002]}})
+                       sampler={"name": "random", "seed": 0}, algorithms={},
+                       hparams={"optimizer.lr": {"choices": [0.05, 0.0001]}, "model.width": {"choices": [8, 48]}})
     out = tmp_path / "rungs"
     search(path, out=out, quiet=True, report=False)
     trials = load_run_study(out).get_trials()
