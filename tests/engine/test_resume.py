@@ -147,16 +147,12 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     # The resumes start a local Ray on loopback with no token set by hand (the first search has ray_env's)
     resume_env = {k: v for k, v in ray_env.items() if k != "RAY_AUTH_MODE"}
 
-    def completed() -> dict[int, tuple]:
-        return {t.number: (tuple(t.values), t.user_attrs["recipe_id"], t.datetime_complete)
-                for t in load_run_study(out).get_trials() if t.state.name == "COMPLETE"}
-
     def kill_9(proc: subprocess.Popen) -> tuple[list[int], list[int], dict[int, tuple]]:
         """kill -9 the search: the Ray processes it leaves, the trials it left RUNNING, those completed."""
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         running = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
-        return _left_behind(proc.pid), running, completed()
+        return _left_behind(proc.pid), running, _completed(load_run_study(out))
 
     # 1. kill -9 mid search, a checkpointed trial in flight
     log = tmp_path / "first.log"
@@ -189,7 +185,7 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     assert _gone(left_2)
 
     trials = load_run_study(out).get_trials()
-    done_after = completed()
+    done_after = _completed(load_run_study(out))
     # nothing that had completed is lost, changed or trained again
     for before in (done_1, done_2):
         assert {n: done_after.get(n) for n in before} == before
