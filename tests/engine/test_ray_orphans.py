@@ -28,8 +28,10 @@ def test_a_gone_drivers_processes_are_stopped_and_a_live_ones_kept():
     orphan = _start(gone_mark)
     kept = _start(ray_orphans.owner_mark())  # this process is alive: its Ray is not an orphan
     try:
-        assert orphan.pid in ray_orphans.orphans() and kept.pid not in ray_orphans.orphans()
-        assert ray_orphans.stop_orphans(grace=0.5) >= 1
+        assert kept.pid not in ray_orphans.orphans()
+        # (No count nor membership asserted: a search another xdist worker starts meanwhile stops every orphan
+        # too, this one included. Whichever stop_orphans gets it, only orphans() can have named it.)
+        ray_orphans.stop_orphans(grace=0.5)
         assert orphan.wait(timeout=10) == -signal.SIGKILL  # SIGTERM ignored: killed
         time.sleep(0.2)
         assert kept.poll() is None

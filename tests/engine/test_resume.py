@@ -98,17 +98,25 @@ faults.install(hook)
 """
 
 
-def _left_behind(pid: int) -> list[int]:
-    """The processes of the local Ray of the killed driver ``pid`` (marked by it, engine/ray_orphans.py)."""
+def _ray_of(pid: int) -> dict[int, str]:
+    """{pid: mark} of the processes of the local Ray the live driver ``pid`` started (marked by it,
+    engine/ray_orphans.py). Taken before the driver is killed: once it is gone they are orphans, which any
+    search starting a local Ray beside this test (another xdist worker's) may stop first."""
     from recipesearch.engine import ray_orphans
 
-    return [p for p, mark in ray_orphans.orphans().items() if mark.startswith(f"{pid}:")]
+    found = {}
+    for entry in Path("/proc").iterdir():
+        mark = ray_orphans._mark_of(entry) if entry.name.isdigit() else None
+        if mark and mark.startswith(f"{pid}:"):
+            found[int(entry.name)] = mark
+    return found
 
 
-def _gone(pids: list[int]) -> bool:
+def _gone(procs: dict[int, str]) -> bool:
+    """None of ``procs`` is still there (a pid reused by another process has another mark, or none)."""
     from recipesearch.engine import ray_orphans
 
-    return not [p for p in pids if Path(f"/proc/{p}").exists() and ray_orphans._mark_of(Path(f"/proc/{p}"))]
+    return not [p for p, mark in procs.items() if ray_orphans._mark_of(Path(f"/proc/{p}")) == mark]
 
 
 @pytest.mark.timeout(900)  # three searches, each of them starting a local Ray
@@ -147,12 +155,14 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     # The resumes start a local Ray on loopback with no token set by hand (the first search has ray_env's)
     resume_env = {k: v for k, v in ray_env.items() if k != "RAY_AUTH_MODE"}
 
-    def kill_9(proc: subprocess.Popen) -> tuple[list[int], list[int], dict[int, tuple]]:
+    def kill_9(proc: subprocess.Popen) -> tuple[dict[int, str], list[int], dict[int, tuple]]:
         """kill -9 the search: the Ray processes it leaves, the trials it left RUNNING, those completed."""
+        ray = _ray_of(proc.pid)
+        assert ray  # the driver marked its local Ray's processes, so that a later start can find them
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         running = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
-        return _left_behind(proc.pid), running, _completed(load_run_study(out))
+        return ray, running, _completed(load_run_study(out))
 
     # 1. kill -9 mid search, a checkpointed trial in flight
     log = tmp_path / "first.log"
@@ -163,7 +173,6 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     held = json.loads(mark.read_text())
     left_1, running_1, done_1 = kill_9(proc)
     assert held in running_1 and len(done_1) >= 3
-    assert left_1  # (another test's search starting a local Ray beside this one may stop them first: fine)
 
     # 2. resumed, then kill -9 during the confirmation
     log = tmp_path / "second.log"
