@@ -17,10 +17,17 @@ of the searches under load inside.
 
     python -m bench.load_trust              # digits and Fashion-MNIST (hours on 2 CPU cores)
     python -m bench.load_trust --quick      # digits only (~15 min)
+    python -m bench.load_trust --spaces fashion_mnist                    # one half; the other's results are kept
+    python -m bench.load_trust --spaces fashion_mnist --stamp 20261127-0330  # go on with an interrupted run
+
+An interrupted benchmark goes on with ``--stamp`` (its run directories' stamp): a finished search is read back,
+an unfinished one resumed (``recipesearch search --resume``; the hog starts again if it resumes in the search
+stage), and a replication resumed or skipped when done. Results of spaces not run this time are kept.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import subprocess
 import sys
@@ -32,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.common import ROOT, environment, fmt, md_table, save_result
+from bench.common import ROOT, environment, fmt, load_result, md_table, save_result, write_json
 
 NAME = "load_trust"
 TITLE = "Trust under load: a CPU hog during the search, claims retrained on an idle machine"
@@ -95,11 +102,29 @@ def _watch(out: Path, search: subprocess.Popen, hog: Hog) -> None:
         time.sleep(POLL_S)
 
 
+def _record(out: Path) -> Path:
+    """Where a finished search's benchmark record is kept, beside its run directory."""
+    return out.parent / f"{out.name}.bench.json"
+
+
+def _status(run_dir: Path) -> str | None:
+    """run.json's status ("finished", "running", ...); None when there is none yet."""
+    try:
+        return json.loads((run_dir / "run.json").read_text()).get("status")
+    except (OSError, ValueError):
+        return None
+
+
 def search(space: Path, out: Path, with_hog: bool) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet", "--no-report"]
+    """Run (or resume, or read back) one search; its record is written once it has finished."""
+    if _record(out).is_file():
+        return json.loads(_record(out).read_text())
+    resume = out.exists()
+    cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--quiet", "--no-report",
+           *(["--resume"] if resume else [])]
     start = time.time()
     hog = Hog()
-    with open(out.parent / f"{out.name}.log", "w") as log:
+    with open(out.parent / f"{out.name}.log", "a" if resume else "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         watcher = threading.Thread(target=_watch, args=(out, proc, hog), daemon=True) if with_hog else None
         try:
@@ -112,15 +137,25 @@ def search(space: Path, out: Path, with_hog: bool) -> dict[str, Any]:
                 proc.kill()
     if proc.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed with exit {proc.returncode}; see {out}.log")
-    return {"run_dir": str(out), "hog": with_hog, "wall_seconds": time.time() - start,
-            "hog_seconds": hog.stopped - hog.started if with_hog else 0.0,
-            "hog_started_after_s": hog.started - start if with_hog else math.nan}
+    # a resumed search's time is its sessions' (run.json), the hog's only this attempt's
+    sessions = json.loads((out / "run.json").read_text())["sessions"]
+    wall = sum(pd.Timestamp(x["end_time"]).timestamp() - pd.Timestamp(x["start_time"]).timestamp()
+               for x in sessions if x.get("end_time")) if resume else time.time() - start
+    record = {"run_dir": str(out), "hog": with_hog, "wall_seconds": wall, "resumed": resume,
+              "hog_seconds": hog.stopped - hog.started if with_hog else 0.0,
+              "hog_started_after_s": hog.started - start if with_hog else math.nan}
+    write_json(_record(out), record)
+    return record
 
 
 def replicate_idle(run_dir: Path, seeds: int) -> None:
+    """Retrain the claims with fresh seeds; an interrupted replication is resumed, a finished one kept."""
+    if _status(run_dir / "replication") == "finished":
+        return
+    resume = ["--resume"] if (run_dir / "replication" / "run.json").is_file() else []
     cmd = [sys.executable, "-m", "recipesearch", "replicate", str(run_dir), "--claims", "all", "--seeds", str(seeds),
-           "--quiet", "--no-report"]
-    with open(run_dir.parent / f"{run_dir.name}-replicate.log", "w") as log:
+           "--quiet", "--no-report", *resume]
+    with open(run_dir.parent / f"{run_dir.name}-replicate.log", "a" if resume else "w") as log:
         subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, check=True)
 
 
@@ -155,10 +190,13 @@ def score(run_dir: Path) -> dict[str, Any]:
     return out
 
 
-def run(quick: bool = False, seeds: int = SEEDS, spaces: list[str] | None = None) -> dict[str, Any]:
+def run(quick: bool = False, seeds: int = SEEDS, spaces: list[str] | None = None,
+        stamp: str | None = None) -> dict[str, Any]:
     env = environment()
     names = spaces or (["digits"] if quick else list(SPACES))
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = stamp or time.strftime("%Y%m%d-%H%M%S")
+    print(f"run directories: runs/bench-load-<space>-<hog|control>-{stamp} (go on later with --stamp {stamp})",
+          flush=True)
     searches = []
     for name in names:
         for with_hog in (True, False):
@@ -172,6 +210,16 @@ def run(quick: bool = False, seeds: int = SEEDS, spaces: list[str] | None = None
         s.update(score(Path(s["run_dir"])))
     return summarise({"name": NAME, "quick": quick, "seeds": seeds, "environment": env, "searches": searches,
                       "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "goal": GOAL_INSIDE})
+
+
+def merge(earlier: dict[str, Any] | None, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with the searches of ``earlier`` on spaces it did not run (one half of the benchmark at a time)."""
+    if not earlier or earlier.get("seeds") != result["seeds"]:
+        return result
+    ran = {s["space"] for s in result["searches"]}
+    kept = [s for s in earlier.get("searches", []) if s["space"] not in ran]
+    merged = {**result, "searches": kept + result["searches"], "quick": result["quick"] and earlier.get("quick", True)}
+    return summarise(merged)
 
 
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
@@ -230,8 +278,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--quick", action="store_true", help="digits only")
     p.add_argument("--seeds", type=int, default=SEEDS)
     p.add_argument("--spaces", nargs="*", choices=sorted(SPACES))
+    p.add_argument("--stamp", help="go on with the run directories of this stamp (an interrupted benchmark)")
     args = p.parse_args(argv)
-    result = run(quick=args.quick, seeds=args.seeds, spaces=args.spaces)
+    result = merge(load_result(NAME), run(quick=args.quick, seeds=args.seeds, spaces=args.spaces, stamp=args.stamp))
     save_result(NAME, result)
     print(render(result))
 

@@ -58,3 +58,42 @@ def test_the_baseline_shift_is_the_early_baselines_time_over_the_paired_ones_per
 
 def test_a_summarised_result_renders_its_table():
     assert "| space | search | search time | hog |" in load_trust.render(load_trust.summarise(_result()))
+
+
+def test_a_half_run_later_keeps_the_other_spaces_searches_and_replaces_its_own():
+    digits = _result()
+    fm = {"seeds": 3, "quick": False, "searches": [{**s, "space": "fashion_mnist"} for s in _result()["searches"]]}
+    fm["searches"][0]["paired"] = [_claim(9, False)]
+    merged = load_trust.merge({**load_trust.summarise(digits), "quick": True}, load_trust.summarise(fm))
+    assert [(s["space"], s["condition"]) for s in merged["searches"]] == \
+        [("digits", "hog"), ("digits", "control"), ("fashion_mnist", "hog"), ("fashion_mnist", "control")]
+    assert merged["hog_paired_inside"] == pytest.approx(3 / 5) and not merged["quick"]
+    # the same space again: the new searches replace the old ones; other seeds: nothing of the old result kept
+    again = load_trust.merge(merged, {**load_trust.summarise(digits), "quick": True})
+    assert [s["space"] for s in again["searches"]] == ["fashion_mnist", "fashion_mnist", "digits", "digits"]
+    assert load_trust.merge({**merged, "seeds": 5}, fm) is fm
+    assert load_trust.merge(None, fm) is fm
+
+
+def test_a_finished_search_is_read_back_and_a_finished_replication_kept(tmp_path, monkeypatch):
+    out = tmp_path / "bench-load-digits-hog-1"
+    record = {"run_dir": str(out), "hog": True, "wall_seconds": 12.0, "resumed": False, "hog_seconds": 5.0,
+              "hog_started_after_s": 2.0}
+    load_trust.write_json(load_trust._record(out), record)
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"nothing should run: {args}")
+
+    monkeypatch.setattr(load_trust.subprocess, "Popen", no_process)
+    monkeypatch.setattr(load_trust.subprocess, "run", no_process)
+    assert load_trust.search(tmp_path / "space.yaml", out, with_hog=True) == record
+    other = tmp_path / "bench-load-digits-control-1"
+    other.mkdir()  # started, never finished (no record): resumed
+    with pytest.raises(AssertionError, match="--resume"):
+        load_trust.search(tmp_path / "space.yaml", other, with_hog=False)
+    (out / "replication").mkdir(parents=True)
+    (out / "replication" / "run.json").write_text('{"status": "finished"}')
+    load_trust.replicate_idle(out, seeds=3)  # finished: not run again
+    (out / "replication" / "run.json").write_text('{"status": "interrupted"}')
+    with pytest.raises(AssertionError, match="--resume"):
+        load_trust.replicate_idle(out, seeds=3)  # interrupted: resumed
