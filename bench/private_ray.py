@@ -29,29 +29,44 @@ def ray_workers(marker: str) -> list[int]:
     return pids
 
 
+def _own_resource_tracker(entry: Path) -> bool:
+    """This process's multiprocessing resource tracker (started by a torch.multiprocessing spawn after RAY_TMPDIR
+    was set, as a test does): no Ray process, it lives as long as this process and ignores SIGTERM."""
+    try:
+        ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        return ppid == os.getpid() and b"multiprocessing.resource_tracker" in (entry / "cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def ray_pids(marker: str) -> list[int]:
-    """Every process started under ``marker`` (our RAY_TMPDIR), this one excepted."""
+    """Every process whose command line or environment mentions ``marker`` (our RAY_TMPDIR), this one and its
+    resource tracker excepted. The environment too: Ray's agents rename themselves (``ray::DashboardAgent``) but
+    inherit RAY_TMPDIR."""
+    needle = marker.encode()
     pids = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker.encode() in (entry / "environ").read_bytes():
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            found = needle in (entry / "cmdline").read_bytes() or needle in (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if found and not _own_resource_tracker(entry):
+            pids.append(int(entry.name))
     return pids
 
 
 def kill_ray(marker: str, grace: float = 2.0) -> None:
-    """End every process under ``marker``: SIGTERM, then SIGKILL for what is left after ``grace`` seconds (each
-    signal's wait ends as soon as none is left)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    """End every process under ``marker``: SIGTERM, then SIGKILL for what is left after ``grace`` seconds, then
+    wait (5 s at most) until none is left. Each wait ends as soon as none is left."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         for pid in ray_pids(marker):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + wait
         while ray_pids(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
 

@@ -1,10 +1,18 @@
-"""Shared fixtures: a tiny digits recipe that trains in about a second on one CPU thread."""
+"""Shared fixtures: a tiny digits recipe that trains in about a second on one CPU thread, the CLI run in this
+process, and the session's shared local Ray (with the helpers of tests that start a Ray of their own)."""
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.private_ray import kill_ray
 from recipesearch.recipe import Recipe, recipe_from_dict
 
 
@@ -33,6 +41,19 @@ def make_recipe(algorithms: dict[str, dict[str, Any]] | None = None, **overrides
     if "schedule" not in overrides:  # a shorter run keeps its warmup within the run (longer is refused)
         base["schedule"]["warmup_epochs"] = min(base["schedule"]["warmup_epochs"], base["max_duration"])
     return recipe_from_dict(base)
+
+
+def call_cli(capsys, *args: str) -> tuple[int | str | None, str, str]:
+    """``recipesearch ARGS`` run in this process (no interpreter start, for commands that end quickly: refusals,
+    bad input, reports): (exit code, stdout, stderr). SystemExit from argparse counts too."""
+    from recipesearch.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def pytest_collection_modifyitems(config, items):
@@ -78,3 +99,48 @@ def user_module(tmp_path, monkeypatch):
     yield write
     for name in names:
         sys.modules.pop(name, None)
+
+
+# -- Ray: the session's shared local Ray, and what tests that start their own use -----------------------------
+
+def free_port(host: str = "127.0.0.2") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+RAY = str(Path(sys.executable).with_name("ray"))
+HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
+
+
+def _ray_start(args: list[str], env: dict[str, str], cpus: int = 1) -> None:
+    r = subprocess.run([RAY, "start", "--disable-usage-stats", f"--num-cpus={cpus}", *args], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.fixture(scope="session")
+def shared_ray():
+    """One local Ray (head 127.0.0.2, 2 CPUs) for the searches of this test process that need "a Ray" and none
+    of their own: ``run_cli([..., *shared_ray.args], env=shared_ray.env)``, ``args`` being ``--address`` and its
+    address. Joining it spares each search the start and stop of a local Ray (~5 s of its ~15 s on this
+    machine). Tests that kill Ray's processes, set Ray's own settings, or check how a search starts its local
+    Ray keep ``ray_env``.
+
+    Started on first use, once per pytest(-xdist) process; ended by pid at the session's end, as ``ray_env`` does."""
+    from types import SimpleNamespace
+
+    tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must stay < 108 chars
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": tmp, "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_worker_niceness": "0"}  # as ray_env: workers at this process's priority
+    # Unmarked, whatever an in-process search of this process left in its environment: a search's start stops
+    # the processes marked with a driver that is gone (engine/ray_orphans.py), never a joined cluster's.
+    env.pop("RECIPESEARCH_RAY_OWNER", None)
+    address = f"{HEAD_IP}:{free_port(HEAD_IP)}"
+    try:
+        _ray_start(["--head", f"--node-ip-address={HEAD_IP}", f"--port={address.rsplit(':', 1)[1]}",
+                    "--include-dashboard=false"], env, cpus=2)
+        yield SimpleNamespace(address=address, args=["--address", address], env=env, marker=tmp)
+    finally:
+        kill_ray(tmp, grace=3)
+        subprocess.run(["rm", "-rf", tmp], check=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recipesearch.cli import main
+from tests.conftest import call_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = (Path(__file__).parent / "tiny_recipe.yaml").read_text()  # also test_malformed_inputs.py's
@@ -18,16 +18,6 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The real thing: a separate process, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "recipesearch", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, timeout=300)
-
-
-def call_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """In-process ``main`` (fast, for the many bad-input cases); SystemExit from argparse counts too."""
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

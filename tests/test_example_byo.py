@@ -7,12 +7,9 @@ from __future__ import annotations
 import csv
 import importlib
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,7 +21,6 @@ from recipesearch.data.spec import DataSpec
 from recipesearch.data.user import check_dataset
 from recipesearch.errors import ConfigError
 from recipesearch.models import create_model
-from tests.engine.conftest import kill_ray_processes
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "byo"
 USER_MODULES = {"atelier.nets", "atelier.data", "atelier.tricks"}
@@ -43,28 +39,25 @@ def atelier():
         del sys.modules[name]
 
 
-# ---- (a) the small search, through the CLI, on a local Ray ---------------------------------------------------
+# ---- (a) the small search, through the CLI, on Ray ------------------------------------------------------------
 
 
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_small_space_searches_on_ray_with_the_package_beside_it(tmp_path):
-    ray_tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must stay < 108 characters
+def test_the_small_space_searches_on_ray_with_the_package_beside_it(tmp_path, shared_ray):
+    """The README's command, run from another folder and joined to the session's shared Ray (a local Ray's start
+    is other tests' concern): the package beside the space file is found, shipped and recorded."""
     # Nothing on PYTHONPATH: atelier must be found beside the space file, not inherited from this process.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(RAY_AUTH_MODE="disabled", RAY_TMPDIR=ray_tmp, RAY_USAGE_STATS_ENABLED="0", RAY_worker_niceness="0")
+    env = {k: v for k, v in shared_ray.env.items() if k != "PYTHONPATH"}
     console_script = Path(sys.executable).with_name("recipesearch")
     command = [str(console_script)] if console_script.exists() else [sys.executable, "-m", "recipesearch"]
     out = tmp_path / "runs" / "byo-small"
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
-    try:
-        result = subprocess.run([*command, "search", str(EXAMPLE / "space_small.yaml"), "--out", str(out), "--quiet",
-                                 "--no-report"], cwd=workdir, env=env, capture_output=True, text=True, timeout=240)
-    finally:
-        kill_ray_processes(ray_tmp)  # a killed or timed-out CLI may leave its Ray behind
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+    result = subprocess.run([*command, "search", str(EXAMPLE / "space_small.yaml"), "--out", str(out), "--quiet",
+                             "--no-report", *shared_ray.args], cwd=workdir, env=env, capture_output=True, text=True,
+                            timeout=240)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
     with open(out / "trials.csv", newline="") as f:

@@ -6,17 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from recipesearch.cli import main
+from tests.conftest import call_cli
 
 GOOD = (Path(__file__).parent / "tiny_recipe.yaml").read_text()  # the recipe test_cli.py trains
 
 
 def call(capsys, *args: str) -> tuple[int, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = call_cli(capsys, *args)
     return code, out + err
 
 

@@ -19,15 +19,26 @@ from recipesearch.engine.proposal import Proposal
 def train_proposal(proposal: Proposal, checkpoints: CheckpointStore | None = None) -> dict[str, Any]:
     """Train the proposal's recipe in this process (the same function a Ray trial runs). With ``checkpoints``
     (and ``config["checkpoint_seconds"]``) the trial checkpoints into that store, in Tune's layout, and a
-    re-run goes on from its predecessor's latest checkpoint."""
-    from recipesearch.engine.trial import run_recipe
+    re-run goes on from its predecessor's latest checkpoint. It passes the fault points a Ray trial passes
+    (start, rungs, checkpoints: engine/faults.py)."""
+    from recipesearch.engine import faults
+    from recipesearch.engine.trial import run_recipe, start_trial
 
+    config = start_trial(proposal.config)
     where: dict[str, Any] = {}
-    if checkpoints is not None and proposal.config.get("checkpoint_seconds"):
+    if checkpoints is not None and config.get("checkpoint_seconds"):
         trial_dir = checkpoints.root / "inprocess" / f"trial_{proposal.number:05d}_local"
         where["checkpoint_dir"] = trial_dir / "checkpoint_000000"
-        where["resume_from"] = checkpoints.latest(proposal.config.get("resume_of") or [])
-    return run_recipe(proposal.config, on_rung=proposal.on_rung, **where)
+        where["resume_from"] = checkpoints.latest(config.get("resume_of") or [])
+        written = 0
+
+        def reached(path: Any, info: dict[str, Any]) -> None:  # the checkpoint is in the store already
+            nonlocal written
+            written += 1
+            faults.reach("checkpoint", config, checkpoints=written)
+
+        where["on_checkpoint"] = reached
+    return run_recipe(config, on_rung=proposal.on_rung, **where)
 
 
 class InProcess:

@@ -2,7 +2,8 @@
 its rung reports and its checkpoints.
 
 A trial passes ``reach(point, config, **info)`` at each of these moments (``engine/trial.py``,
-``engine/trainable.py``, ``engine/ranks.py``); ``reach`` calls every installed hook with the point, the trial's
+``engine/trainable.py``, ``engine/ranks.py``, and ``engine/executors.py`` for the in-process executor's trials);
+``reach`` calls every installed hook with the point, the trial's
 config and the point's info. Hooks come from outside the product: a test ships them to the trials as user code
 (a ``--plugin`` / ``plugins=[...]`` module, which every trial process imports before it starts:
 ``engine/shipping.py``) and that module's import installs them, in the driver and in each Ray worker alike.

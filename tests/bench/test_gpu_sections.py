@@ -79,19 +79,6 @@ def test_at_epochs_dilates_the_budget_as_a_search_does():
     assert got["budget"] == pytest.approx(4.0 / 9.9) and got["seed"] == 7 and got["x"] == 1
 
 
-def test_the_stand_in_child_speaks_the_protocol_on_the_airbench_files(tmp_path):
-    gpu_data.write_airbench_format(tmp_path, gpu_data.synthetic(64, 32))
-    child = ga.AirbenchChild(tmp_path, stand_in=True, start_timeout=120)
-    try:
-        info = child.wait_ready()
-        first, second = child.run(0.5, 3), child.run(1.0, 4)
-    finally:
-        child.close()
-    assert info["ready"] and "stand-in" in info["what"] and info["start_seconds"] > 0
-    assert first["epochs"] == 0.5 and 0 <= first["accuracy"] <= 1 and first["train_seconds"] > 0
-    assert second["epochs"] == 1.0 and "error" not in second
-
-
 STUB = {
     "__init__.py": """
         import torch
@@ -294,6 +281,8 @@ def test_the_dry_run_of_every_section_writes_the_keys(tmp_path, monkeypatch, cap
 
     - the cheap sections: every key of issue 30 item 7 that overhead and reproduction own is there, both sides
       of the reproduction ran on both seeds, the compile modes (eager backend ran, CUDA graphs refused);
+    - the stand-in airbench child on the airbench-format files: it says it is ready, and answers each
+      (epochs, seed) request with a row (was a test of its own, a second child);
     - packing at 1 and 2 trials per process-packed 'GPU' and the cut search with confirmation: each level ran
       its trials without error, the search finished with a headline and its recipe beside airbench;
     - the results file is written after each section as it finishes (partial until the last), and at the end."""
@@ -324,6 +313,12 @@ def test_the_dry_run_of_every_section_writes_the_keys(tmp_path, monkeypatch, cap
     repro = result["reproduction"]
     assert {r["side"] for r in repro["runs"]} == {"airbench", "ours"} and repro["seeds"] == [9000, 9001]
     assert repro["airbench"]["what"].startswith("CPU stand-in") and len(repro["gaps"]) == 2
+    # the stand-in child spoke the protocol on the airbench-format files: ready, timed, one row per request
+    assert repro["airbench"]["start_seconds"] > 0
+    child_rows = [r for r in repro["runs"] if r["side"] == "airbench"]
+    assert child_rows and all(0 <= r["accuracy"] <= 1 and r["train_seconds"] > 0 and "error" not in r
+                              for r in child_rows), child_rows
+    assert {r["epochs"] for r in child_rows} == set(repro["epochs"])
     modes = repro["compile"]["modes"]
     assert modes["torch.compile + CUDA graphs"]["skipped"] == "CUDA graphs need CUDA"
     assert modes["torch.compile (eager backend)"]["runs"] and not modes["torch.compile (eager backend)"]["errors"]

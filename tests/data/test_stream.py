@@ -3,8 +3,6 @@ decode errors as one line, sources indexed like tensors, and ``recipesearch trai
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +15,7 @@ from recipesearch.data.testing import write_noise_imagefolder
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.recipe import loads_recipe
 from recipesearch.train.loop import Trainer
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import call_cli
 
 
 @pytest.fixture
@@ -172,25 +169,21 @@ def test_how_the_data_is_held_leaves_the_recipe_id_alone(tmp_path):
     assert "in_memory" not in plain.to_dict()["data"]  # unset, the dump is as before
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "recipesearch", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
-
-
-def test_recipesearch_train_streams_an_imagefolder(folder, tmp_path):
+def test_recipesearch_train_streams_an_imagefolder(folder, tmp_path, capsys):
     recipe = tmp_path / "stream.yaml"
     recipe.write_text(
         "model: {name: cnn, width: 8}\n"
         f"data: {{name: imagefolder, root: {folder}, image_size: 16, in_memory: false, workers: 1}}\n"
         "optimizer: {name: sgd, lr: 0.1}\nmax_duration: 2\nbatch_size: 8\nthreads: 1\ndevice: cpu\n")
-    proc = run_cli("train", str(recipe), "--out", str(tmp_path / "out"), "--quiet")
-    assert proc.returncode == 0, proc.stderr
+    code, _, err = call_cli(capsys, "train", str(recipe), "--out", str(tmp_path / "out"), "--quiet")
+    assert code == 0, err
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert result["recipe"]["data"]["in_memory"] is False and result["steps"] == 2 * (36 // 8)
     assert 0.0 <= result["accuracy"] <= 1.0 and 0.0 <= result["data_wait_fraction"] <= 1.0
-    bad = run_cli("train", str(recipe), "--out", str(tmp_path / "bad"), "--quiet", "--set", "data.in_memory=maybe")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "data.in_memory" in bad.stderr
-    assert "Traceback" not in bad.stderr and not (tmp_path / "bad").exists()
+    code, _, err = call_cli(capsys, "train", str(recipe), "--out", str(tmp_path / "bad"), "--quiet", "--set",
+                            "data.in_memory=maybe")
+    assert code == 2 and err.count("\n") == 1 and "data.in_memory" in err
+    assert "Traceback" not in err and not (tmp_path / "bad").exists()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -1,8 +1,10 @@
-"""Search fixtures: tiny digits spaces (trials of ~0.2-0.6 s), Ray isolated per test, and one shared Ray for the
-searches that only need a Ray.
+"""Search fixtures: tiny digits spaces (trials of ~0.2-0.6 s), Ray isolated per test, a two-node loopback cluster,
+and faults injected into trials. (The session's shared Ray, for searches that only need a Ray, is tests/conftest.py's
+``shared_ray``.)
 
 Ray here always stays on loopback and in a temp dir of its own (``RAY_TMPDIR``), so a test can find and
-end exactly the Ray processes it started (``kill_ray_processes``) without touching anyone else's Ray.
+end exactly the Ray processes it started (``bench.private_ray.kill_ray``) without touching anyone else's
+Ray.
 """
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,9 @@ from typing import Any
 
 import pytest
 import yaml
+
+from bench.private_ray import kill_ray, ray_pids
+from tests.conftest import HEAD_IP, RAY, WORKER_IP, _ray_start, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,62 +86,6 @@ def write_space(tmp_path):
     return write
 
 
-def free_port(host: str = "127.0.0.2") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _own_resource_tracker(entry: Path) -> bool:
-    """This test process's multiprocessing resource tracker (started by a test's torch.multiprocessing spawn,
-    after ray_env set RAY_TMPDIR): no Ray process, it lives as long as this process and ignores SIGTERM."""
-    try:
-        ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        return ppid == os.getpid() and b"multiprocessing.resource_tracker" in (entry / "cmdline").read_bytes()
-    except (OSError, ValueError, IndexError):
-        return False
-
-
-def ray_pids(marker: str) -> list[int]:
-    """PIDs of processes whose command line or environment mentions ``marker`` (our private RAY_TMPDIR).
-
-    The environment too: Ray's agents rename themselves (``ray::DashboardAgent``) but inherit RAY_TMPDIR.
-    """
-    needle = marker.encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            found = needle in (entry / "cmdline").read_bytes() or needle in (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if found and not _own_resource_tracker(entry):
-            pids.append(int(entry.name))
-    return pids
-
-
-def kill_ray_processes(marker: str, grace: float = 5.0) -> None:
-    """End (by pid) the Ray processes this test started: SIGTERM, then SIGKILL after ``grace``."""
-    pids = ray_pids(marker)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and ray_pids(marker):
-        time.sleep(0.2)
-    for pid in ray_pids(marker):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and ray_pids(marker):
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def ray_env(monkeypatch):
     """Environment for a test that starts Ray: auth off (loopback), a private temp dir, cleaned up after."""
@@ -156,7 +104,7 @@ def ray_env(monkeypatch):
     yield env
     if ray.is_initialized():
         ray.shutdown()
-    kill_ray_processes(tmp)
+    kill_ray(tmp)
     subprocess.run(["rm", "-rf", tmp], check=False)
 
 
@@ -210,20 +158,10 @@ def wait_for_trials():
 
 @pytest.fixture
 def ray_kit():
-    """Helpers for tests that manage Ray processes themselves: free_port, ray_pids, kill_ray_processes."""
+    """Helpers for tests that manage Ray processes themselves: free_port, ray_pids, kill_ray."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(free_port=free_port, ray_pids=ray_pids, kill_ray_processes=kill_ray_processes)
-
-
-RAY = str(Path(sys.executable).with_name("ray"))
-HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
-
-
-def _ray_start(args: list[str], env: dict[str, str], cpus: int = 1) -> None:
-    r = subprocess.run([RAY, "start", "--disable-usage-stats", f"--num-cpus={cpus}", *args], env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    return SimpleNamespace(free_port=free_port, ray_pids=ray_pids, kill_ray=kill_ray)
 
 
 @pytest.fixture
@@ -260,35 +198,8 @@ def loopback_cluster(ray_env):
         yield SimpleNamespace(address=address, marker=marker, head=HEAD_IP, worker=WORKER_IP, ray=RAY,
                               kill_worker_node=kill_worker_node)
     finally:
-        kill_ray_processes(marker, grace=3)  # a cluster that is thrown away: its exit need not be clean
+        kill_ray(marker, grace=3)  # a cluster that is thrown away: its exit need not be clean
     assert not ray_pids(marker)
-
-
-@pytest.fixture(scope="session")
-def shared_ray():
-    """One local Ray (head 127.0.0.2, 2 CPUs) for the searches of this test process that need "a Ray" and none
-    of their own: ``run_cli([..., *shared_ray.args], env=shared_ray.env)``, ``args`` being ``--address`` and its
-    address. Joining it spares each search the start and stop of a local Ray (~5 s of its ~15 s on this
-    machine). Tests that kill Ray's processes, set Ray's own settings, or check how a search starts its local
-    Ray keep ``ray_env``.
-
-    Started on first use, once per pytest(-xdist) process; ended by pid at the session's end, as ``ray_env`` does."""
-    from types import SimpleNamespace
-
-    tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must stay < 108 chars
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": tmp, "RAY_USAGE_STATS_ENABLED": "0",
-           "RAY_worker_niceness": "0"}  # as ray_env: workers at this process's priority
-    # Unmarked, whatever an in-process search of this process left in its environment: a search's start stops
-    # the processes marked with a driver that is gone (engine/ray_orphans.py), never a joined cluster's.
-    env.pop("RECIPESEARCH_RAY_OWNER", None)
-    address = f"{HEAD_IP}:{free_port(HEAD_IP)}"
-    try:
-        _ray_start(["--head", f"--node-ip-address={HEAD_IP}", f"--port={address.rsplit(':', 1)[1]}",
-                    "--include-dashboard=false"], env, cpus=2)
-        yield SimpleNamespace(address=address, args=["--address", address], env=env, marker=tmp)
-    finally:
-        kill_ray_processes(tmp, grace=3)
-        subprocess.run(["rm", "-rf", tmp], check=False)
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""What a trial that went on from a checkpoint must show, shared by the kill -9 scenario (test_resume.py), the
-worker killed after a checkpoint (test_checkpoint_resume.py) and the lost worker node (test_cluster.py)."""
+"""What a trial that went on from a checkpoint must show, shared by the kill -9 scenarios (test_resume.py,
+test_checkpoints.py), the worker killed after a checkpoint (test_checkpoint_resume.py) and the lost worker node
+(test_cluster.py); and the plugin that holds a trial at its first checkpoint, for a kill with no race."""
 from __future__ import annotations
 
 import json
@@ -46,3 +47,40 @@ def check_resumed(trial, trials, selects: str = "test") -> None:
                    if t.state.name == "COMPLETE" and not t.user_attrs.get("resumes") and t.user_attrs.get("steps"))
     assert uncut, [t.user_attrs for t in trials]
     assert uncut[0] / 3 < attrs["train_seconds"] / attrs["steps"] < 3 * uncut[-1], (attrs, uncut)
+
+
+# A plugin (``--plugin``, shipped to every trial as user code) that holds the first trial to write a checkpoint
+# right after that checkpoint reached Tune (or the in-process store), and marks it: the test kill -9s the search
+# while that trial is surely in flight with a checkpoint (no race with the trial's end). Once per run directory:
+# the resumes import the recorded plugin again, and their trials must not wait. On Ray the held worker is orphaned
+# by the kill; the resume stops it (engine/ray_orphans.py), which the Ray test checks.
+HOLD_PLUGIN = """
+import json, os, time
+from recipesearch.engine import faults
+
+MARK = {mark!r}
+
+
+def hook(at, config, info):
+    if at != "checkpoint" or info.get("checkpoints") != 1:
+        return
+    try:
+        open(MARK + ".claim", "x").close()  # one trial only, even with two first checkpoints at once
+    except FileExistsError:
+        return
+    with open(MARK + ".tmp", "w") as f:
+        f.write(json.dumps(int(config["number"])))
+    os.rename(MARK + ".tmp", MARK)  # whole: the test reads the number once the mark exists
+    time.sleep(600)  # until the kill -9, and the resume's stop of the orphans
+
+
+faults.install(hook)
+"""
+
+
+def write_hold_plugin(folder: Path) -> Path:
+    """Write HOLD_PLUGIN as ``hold_first_checkpoint.py`` into ``folder`` (beside the space file: ``--plugin
+    hold_first_checkpoint`` finds it); the mark file it writes, with the held trial's number, once it holds."""
+    mark = folder / "held"
+    (folder / "hold_first_checkpoint.py").write_text(HOLD_PLUGIN.format(mark=str(mark)))
+    return mark

@@ -14,6 +14,8 @@ import pytest
 
 from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.train.checkpoint import FILENAME
+from tests.conftest import call_cli
+from tests.engine.resumed_checks import check_resumed, checkpointing_space, write_hold_plugin
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,55 +100,48 @@ def test_checkpoint_minutes_reach_the_trial_config(make_space):
 
 
 @pytest.mark.parametrize("value", [-1, "soon", ".inf"])
-def test_a_bad_checkpoint_minutes_is_one_line_exit_2(tmp_path, write_space, run_cli, value):
+def test_a_bad_checkpoint_minutes_is_one_line_exit_2(tmp_path, write_space, capsys, value):
     space = write_space()
     space.write_text(space.read_text() + f"checkpoint_minutes: {value}\n")
-    r = run_cli(["search", str(space), "--out", str(tmp_path / "run"), "--executor", "inprocess"])
-    assert r.returncode == 2 and "checkpoint_minutes" in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    code, _, err = call_cli(capsys, "search", str(space), "--out", str(tmp_path / "run"), "--executor", "inprocess")
+    assert code == 2 and "checkpoint_minutes" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "run").exists()
 
 
-def test_a_bad_checkpoint_minutes_flag_is_exit_2(tmp_path, write_space, run_cli):
-    r = run_cli(["search", str(write_space()), "--out", str(tmp_path / "run"), "--checkpoint-minutes", "-5"])
-    assert r.returncode == 2 and "--checkpoint-minutes" in r.stderr and "Traceback" not in r.stderr, r.stderr
-
-
-def kill_once_checkpointed(proc: subprocess.Popen, store: Path, trial: str, log: Path) -> None:
-    """SIGKILL the search ``proc`` a moment after a trial matching ``trial`` wrote its first checkpoint."""
-    deadline = time.monotonic() + 180
-    while not list(store.glob(f"*/{trial}/checkpoint_*/{FILENAME}")):
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
-    time.sleep(0.4)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+def test_a_bad_checkpoint_minutes_flag_is_exit_2(tmp_path, write_space, capsys):
+    code, _, err = call_cli(capsys, "search", str(write_space()), "--out", str(tmp_path / "run"),
+                            "--checkpoint-minutes", "-5")
+    assert code == 2 and "--checkpoint-minutes" in err and "Traceback" not in err, err
 
 
 @pytest.mark.slow
 def test_inprocess_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, write_space, run_cli, load_run_study):
-    from recipesearch.recipe import recipe_from_dict
-    from recipesearch.train.loop import fit
-    from tests.engine.conftest import TINY_BASE
-
-    space = write_space(base={**TINY_BASE, "max_duration": 30}, trials=3, concurrency=1)
+    """The in-process executor: kill -9 while a trial is held right after its first checkpoint (the hold plugin:
+    no race with the trial's end), then --resume: the re-run goes on from that checkpoint (resumed once, every
+    step trained once, bit-identical to the uncut run), the budget's trials complete, none leaves a checkpoint."""
+    space = checkpointing_space(write_space, epochs=4, minutes=0.001, trials=3, concurrency=1)
+    mark = write_hold_plugin(tmp_path)
     out, log = tmp_path / "run", tmp_path / "first.log"
     cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", str(out), "--executor", "inprocess",
            "--quiet", "--no-report"]
-    proc = subprocess.Popen([*cmd, "--checkpoint-minutes", "0.005"], cwd=REPO, stdout=log.open("w"),
+    proc = subprocess.Popen([*cmd, "--plugin", "hold_first_checkpoint"], cwd=REPO, stdout=log.open("w"),
                             stderr=subprocess.STDOUT)
-    kill_once_checkpointed(proc, out / "checkpoints", "trial_*", log)
-    cut = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
-    assert len(cut) == 1
+    deadline = time.monotonic() + 180
+    while not mark.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    held = json.loads(mark.read_text())
+    assert [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"] == [held]
 
-    r = run_cli([*cmd[3:], "--resume", "--checkpoint-minutes", "0.005"])
+    r = run_cli([*cmd[3:], "--resume"])
     assert r.returncode == 0, r.stdout + r.stderr
     trials = load_run_study(out).get_trials()
-    rerun = [t for t in trials if t.user_attrs.get("requeued_from") == cut[0]]
-    assert len(rerun) == 1 and rerun[0].state.name == "COMPLETE"
-    attrs = rerun[0].user_attrs
-    alone = fit(recipe_from_dict(json.loads(attrs["recipe_json"])))
-    assert attrs["resumes"] == 1 and attrs["steps"] == alone.steps and rerun[0].values[0] == alone.accuracy
+    rerun = [t for t in trials if t.user_attrs.get("requeued_from") == held]
+    assert len(rerun) == 1 and rerun[0].state.name == "COMPLETE", trials
+    check_resumed(rerun[0], trials)
     assert len([t for t in trials if t.state.name == "COMPLETE"]) == 3
     assert not list((out / "checkpoints").glob(f"*/trial_*/checkpoint_*/{FILENAME}"))  # finished: deleted
-    assert json.loads((out / "run.json").read_text())["checkpoint_minutes"] == 0.005
+    assert json.loads((out / "run.json").read_text())["checkpoint_minutes"] == 0.001

@@ -10,6 +10,7 @@ import pytest
 from recipesearch.engine.search_options import SearchOptions, resources_of
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.space import Resources, resolve_resources
+from tests.conftest import call_cli
 
 # -- the space file and the command line ------------------------------------------------------------------
 
@@ -41,9 +42,10 @@ def test_bad_workers_are_one_line(make_space, resources, field, words):
     assert "\n" not in str(info.value)
 
 
-def test_bad_workers_on_the_command_line_exit_2(tmp_path, write_space, run_cli):
-    r = run_cli(["search", str(write_space(resources={"workers": 0})), "--out", str(tmp_path / "run")], timeout=60)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "resources.workers" in r.stderr, r.stderr
+def test_bad_workers_on_the_command_line_exit_2(tmp_path, write_space, capsys):
+    code, _, err = call_cli(capsys, "search", str(write_space(resources={"workers": 0})), "--out",
+                            str(tmp_path / "run"))
+    assert code == 2 and err.count("\n") == 1 and "resources.workers" in err, err
     assert not (tmp_path / "run").exists()
 
 

@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import pytest
 
+from tests.conftest import call_cli
 from tests.engine.conftest import REPO
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -20,7 +21,7 @@ def _snapshot(out):
             if p.is_file() and "ray" not in p.relative_to(out).parts and p.suffix in (".yaml", ".json")}
 
 
-def test_a_second_driver_on_a_running_run_directory_changes_nothing(tmp_path, write_space, shared_ray, run_cli,
+def test_a_second_driver_on_a_running_run_directory_changes_nothing(tmp_path, write_space, shared_ray, capsys,
                                                                      wait_for_trials):
     space = write_space(trials=8, concurrency=1, base={"model": {"name": "cnn", "width": 8},
                                                         "data": {"name": "digits"}, "max_duration": 4,
@@ -36,10 +37,10 @@ def test_a_second_driver_on_a_running_run_directory_changes_nothing(tmp_path, wr
             time.sleep(0.05)
         wait_for_trials(first, out, log, "a running trial", lambda ts: any(t.state.name == "RUNNING" for t in ts))
         before = _snapshot(out)
-        for extra in (["--resume"], ["--force"], []):
-            r = run_cli([*cmd, *extra], env=shared_ray.env, timeout=120)
-            lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-            assert r.returncode == 2 and len(lines) == 1, (extra, r.stdout, r.stderr)
+        for extra in (["--resume"], ["--force"], []):  # the second driver: in this process (refused at once)
+            code, stdout, stderr = call_cli(capsys, *cmd, *extra)
+            lines = [ln for ln in stderr.splitlines() if ln.strip()]
+            assert code == 2 and len(lines) == 1, (extra, stdout, stderr)
             if extra:
                 assert "another recipesearch is driving the run directory" in lines[0]
                 assert f"pid {first.pid}" in lines[0]

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from recipesearch.cli import main
+from tests.conftest import call_cli
 
 REPO = Path(__file__).resolve().parents[2]
 USER, PASSWORD = "rs_user", "Zq9-s3cr@t/pw"  # "@" and "/" in it: percent-encoded on the way to the driver
@@ -178,12 +178,8 @@ def _one_line_refusal(code: int, text: str, *words: str) -> str:
 
 
 def _call(capsys, *args: str) -> tuple[int, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    code, out, err = call_cli(capsys, *args)
+    return code, out + err
 
 
 # -- tests ------------------------------------------------------------------------------------------------
@@ -191,17 +187,20 @@ def _call(capsys, *args: str) -> tuple[int, str]:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, ray_env, ray_kit, capsys):
+def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, shared_ray, capsys):
+    """kill -9 of a search on PostgreSQL (joined to the session's shared Ray: Ray ends the killed driver's trial
+    workers with its job), then --resume with the same --storage: nothing lost or run twice, and the password is
+    in none of the run directory's files nor Ray's session logs."""
     from recipesearch.engine import study as st
     from recipesearch.engine.queueing import rerun_params
 
     url = pg.create_database("resume")
     space, out, log = write_space(trials=6), tmp_path / "run", tmp_path / "first.log"
-    proc = _start([str(space), "--out", str(out), "--storage", url, "--quiet", "--no-report"], ray_env, log)
+    proc = _start([str(space), "--out", str(out), "--storage", url, "--quiet", "--no-report", *shared_ray.args],
+                  shared_ray.env, log)
     _wait_completed(proc, out, 2, log)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    ray_kit.kill_ray_processes(ray_env["RAY_TMPDIR"])
     assert not (out / "study.db").exists()  # the study is in the server
     before = {t.number: (tuple(t.values), t.user_attrs["recipe_id"])
               for t in _study(url).get_trials() if t.state.name == "COMPLETE"}
@@ -211,8 +210,8 @@ def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, ray_e
     code, text = _call(capsys, "search", str(space), "--out", str(out), "--resume", "--quiet")
     _one_line_refusal(code, text, "--resume", "--storage", f"postgresql://{USER}:***@")
 
-    r = _search([str(space), "--out", str(out), "--resume", "--storage", url, "--quiet", "--report-every", "0"],
-                env=ray_env)
+    r = _search([str(space), "--out", str(out), "--resume", "--storage", url, "--quiet", "--report-every", "0",
+                 *shared_ray.args], env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "resuming" in r.stdout
 
@@ -235,7 +234,7 @@ def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, ray_e
     assert meta["storage"] == f"postgresql://{USER}:***@127.0.0.1:{pg.port}/resume"
     assert (out / "index.html").is_file()  # the report of the resumed search
     _no_secret_under(out)  # run.json, trials.csv, the report, report.log, Ray Tune's folders
-    _no_secret_under(Path(ray_env["RAY_TMPDIR"]))  # Ray's own session logs of both sessions
+    _no_secret_under(Path(shared_ray.marker))  # Ray's own session logs, both sessions' jobs among them
     assert SECRET not in r.stdout + r.stderr + log.read_text()
 
 
@@ -308,13 +307,15 @@ def test_two_searches_racing_to_create_one_study(pg, tmp_path, write_space):
     assert [t.state.name for t in study.get_trials()] == ["COMPLETE", "COMPLETE"]
 
 
-def test_server_down_is_one_line_quickly(tmp_path, write_space):
-    """The issue's check, as a user types it: a port with no server."""
+def test_server_down_is_one_line_quickly(tmp_path, write_space, capsys):
+    """The issue's check, as a user types it (in this process: the refusal comes before any training): a port with
+    no server."""
     space, out = write_space(), tmp_path / "run"
     began = time.monotonic()
-    r = _search([str(space), "--out", str(out), "--storage", "postgresql://u:secret@127.0.0.1:1/db"])
-    assert time.monotonic() - began < 60
-    text = _one_line_refusal(r.returncode, r.stdout + r.stderr, "--storage", "postgresql://u:***@127.0.0.1:1/db")
+    code, text = _call(capsys, "search", str(space), "--out", str(out), "--storage",
+                       "postgresql://u:secret@127.0.0.1:1/db")
+    assert time.monotonic() - began < 60  # no hang: a refused connection is answered at once, not timed out
+    text = _one_line_refusal(code, text, "--storage", "postgresql://u:***@127.0.0.1:1/db")
     assert "secret" not in text and not out.exists()
 
 

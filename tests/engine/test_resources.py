@@ -13,6 +13,7 @@ from recipesearch.engine.search_options import SearchOptions, resources_of
 from recipesearch.engine.trainable import trial_device
 from recipesearch.errors import ConfigError, UserError
 from recipesearch.space import Resources, loads_space, resolve_resources
+from tests.conftest import call_cli
 
 # One epoch of digits with a width-8 CNN (~0.3 s on one thread); device auto: the trial takes what Ray gave it.
 BASE = {"model": {"name": "cnn", "width": 8}, "data": {"name": "digits"},
@@ -129,13 +130,13 @@ def test_bad_overrides_through_the_api_write_nothing(tmp_path, write_space, kwar
     assert not out.exists()
 
 
-def test_bad_overrides_on_the_command_line(tmp_path, write_space, run_cli):
+def test_bad_overrides_on_the_command_line(tmp_path, write_space, capsys):
     for flag, value, words in (("--gpus-per-trial", "x", "must be auto or a number of GPUs"),
                                ("--gpus-per-trial", "1.5", "a fraction of one GPU or whole GPUs"),
                                ("--cpus-per-trial", "0", "must be a number > 0")):
-        r = run_cli(["search", str(write_space()), "--out", str(tmp_path / "run"), flag, value], timeout=60)
-        assert r.returncode == 2, r.stderr
-        assert r.stderr.count("\n") == 1 and words in r.stderr and flag in r.stderr
+        code, _, err = call_cli(capsys, "search", str(write_space()), "--out", str(tmp_path / "run"), flag, value)
+        assert code == 2, err
+        assert err.count("\n") == 1 and words in err and flag in err
     assert not (tmp_path / "run").exists()
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.engine.resumed_checks import check_resumed, checkpoint_files
+from tests.engine.resumed_checks import check_resumed, checkpoint_files, write_hold_plugin
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -69,35 +69,6 @@ def _check_requeued(trials) -> list[int]:
     return [t.number for t in interrupted]
 
 
-# A plugin (``--plugin``, shipped to every trial as user code) that holds the first trial to write a checkpoint
-# right after that checkpoint reached Tune, and marks it: the test kill -9s the search while that trial is surely
-# in flight with a checkpoint (no race with the trial's end). Once per run directory: the resumes import the
-# recorded plugin again, and their trials must not wait. The held worker is orphaned by the kill; the resume
-# stops it (engine/ray_orphans.py), which the test checks.
-HOLD_PLUGIN = """
-import json, os, time
-from recipesearch.engine import faults
-
-MARK = {mark!r}
-
-
-def hook(at, config, info):
-    if at != "checkpoint" or info.get("checkpoints") != 1:
-        return
-    try:
-        open(MARK + ".claim", "x").close()  # one trial only, even with two first checkpoints at once
-    except FileExistsError:
-        return
-    with open(MARK + ".tmp", "w") as f:
-        f.write(json.dumps(int(config["number"])))
-    os.rename(MARK + ".tmp", MARK)  # whole: the test reads the number once the mark exists
-    time.sleep(600)  # until the kill -9, and the resume's stop of the orphans
-
-
-faults.install(hook)
-"""
-
-
 def _ray_of(pid: int) -> dict[int, str]:
     """{pid: mark} of the processes of the local Ray the live driver ``pid`` started (marked by it,
     engine/ray_orphans.py). Taken before the driver is killed: once it is gone they are orphans, which any
@@ -124,7 +95,7 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     """One search on its own local Ray, killed twice with kill -9 and resumed each time:
 
     1. kill -9 mid search, with 3+ trials completed and a trial in flight that has a checkpoint (held there by
-       HOLD_PLUGIN: no race); the resume (a) stops the killed driver's Ray processes, (b) marks the trials in
+       ``write_hold_plugin``: no race); the resume (a) stops the killed driver's Ray processes, (b) marks the trials in
        flight interrupted and queues each again once with the same params, and (c) the re-run of the checkpointed
        trial goes on from that checkpoint, with a path Tune's trial can open although ``--out`` was given
        relative to the working directory (before: it trained from step 0);
@@ -147,8 +118,7 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     # 2-4 epochs a trial, a checkpoint every 0.06 s of it: every trial writes some (the held one needs one)
     space = write_space(base={**TINY_BASE, "max_duration": 4}, checkpoint_minutes=0.001, trials=8,
                         metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 1, "seeds": 3, "max_share": 0.9})
-    mark = tmp_path / "held"
-    (tmp_path / "hold_first_checkpoint.py").write_text(HOLD_PLUGIN.format(mark=str(mark)))
+    mark = write_hold_plugin(tmp_path)
     out = tmp_path / "run"
     # --out relative to the working directory, as a user types it
     cmd = [sys.executable, "-m", "recipesearch", "search", str(space), "--out", "run", "--quiet", "--no-report"]

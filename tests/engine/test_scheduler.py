@@ -26,6 +26,7 @@ from recipesearch.engine.samplers import make_sampler
 from recipesearch.engine.storage import make_storage, open_study
 from recipesearch.engine.trial_rows import trials_frame
 from recipesearch.report.info import build_info
+from tests.conftest import call_cli
 from tests.engine.conftest import REPO, TINY_BASE
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -97,14 +98,14 @@ def test_moasha_stops_dominated_trials_at_their_rung(tmp_path, make_space):
     assert f"{len(pruned)} of {(df['stage'] == 'search').sum()} proposals stopped" in note and "s saved" in note
 
 
-def test_the_cli_scheduler_overrides_the_space_and_bad_names_exit_2(tmp_path, write_space, run_cli):
+def test_the_cli_scheduler_overrides_the_space_and_bad_names_exit_2(tmp_path, write_space, capsys):
     path = write_space()
-    bad = run_cli(["search", str(path), "--out", str(tmp_path / "run"), "--scheduler", "hyperband"])
-    assert bad.returncode == 2 and "--scheduler" in bad.stderr and "Traceback" not in bad.stderr
+    code, _, err = call_cli(capsys, "search", str(path), "--out", str(tmp_path / "run"), "--scheduler", "hyperband")
+    assert code == 2 and "--scheduler" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
-    ok = run_cli(["search", str(path), "--out", str(tmp_path / "run"), "--scheduler", "moasha", "--executor",
-                  "inprocess", "--quiet", "--no-report", "--trials", "4"])
-    assert ok.returncode == 0, ok.stderr[-2000:]
+    code, _, err = call_cli(capsys, "search", str(path), "--out", str(tmp_path / "run"), "--scheduler", "moasha",
+                            "--executor", "inprocess", "--quiet", "--no-report", "--trials", "4")
+    assert code == 0, err[-2000:]
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["scheduler"]["name"] == "moasha" and meta["scheduler"]["reduction_factor"] == 3
     csv = pd.read_csv(tmp_path / "run" / "trials.csv")
@@ -225,9 +226,9 @@ def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path
                        concurrency=1)
     out = tmp_path / "run"
     marker = out.parent / "in_rung"
-    # the 4th to 6th rung reports pause 3 s: the kill below lands in one (the earlier ones need not wait for it,
-    # nor the --resume's own reports)
-    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 3, "pauses": 6, "after": 3})
+    # the 4th rung report holds its trial (60 s at most) until the kill below lands in it; the earlier ones need
+    # not wait for it, nor the --resume's own reports (the count goes on past 4)
+    faults = trial_faults({"kind": "pause_rungs", "file": str(marker), "sleep": 60, "pauses": 4, "after": 3})
     proc = subprocess.Popen([sys.executable, "-m", "recipesearch", "search", str(path), "--out", str(out),
                              "--executor", "inprocess", "--quiet", "--no-report", "--plugin", faults], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)

@@ -168,20 +168,20 @@ def script_mlp(num_classes, in_channels, image_size, hidden: int = 16):
     return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * image_size ** 2, hidden), nn.ReLU(),
                          nn.Linear(hidden, num_classes))
 
-recipesearch.search(sys.argv[1], out=sys.argv[2], quiet=True, report=False)
+recipesearch.search(sys.argv[1], out=sys.argv[2], address=sys.argv[3], quiet=True, report=False)
 """
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_model_registered_in_a_script_trains_on_ray(tmp_path, write_space, ray_env):
+def test_a_model_registered_in_a_script_trains_on_ray(tmp_path, write_space, shared_ray):
     # Before: every Ray trial failed "model.name: unknown model 'script_mlp'" (the driver alone had it).
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
     space = write_space(trials=4, base={**TINY_BASE, "model": {"name": "script_mlp"}})
     out = tmp_path / "run"
-    r = subprocess.run([sys.executable, str(script), str(space), str(out)], env=ray_env, capture_output=True,
-                       text=True, timeout=240, cwd=tmp_path)
+    r = subprocess.run([sys.executable, str(script), str(space), str(out), shared_ray.address], env=shared_ray.env,
+                       capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     trials = pd.read_csv(out / "trials.csv")
     assert set(trials["state"]) <= {"COMPLETE", "PRUNED"} and (trials["state"] == "COMPLETE").sum() >= 2

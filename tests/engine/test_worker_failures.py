@@ -22,21 +22,23 @@ def _trials(out: Path, load_run_study) -> tuple[list, pd.DataFrame]:
 
 def test_a_worker_lost_once_is_retried_and_one_lost_on_every_attempt_fails_until_resume_runs_it_again(
         tmp_path, write_space, shared_ray, run_cli, load_run_study, trial_faults):
-    """One search (and its resumes) for what were two tests, each a search of its own:
+    """One search (and its resumes) for what were three tests, each a search of its own:
 
     1) a trial whose worker dies once runs again and completes (trial 1: SIGKILLed at its first attempt's start);
     2) a worker lost on every attempt fails its trial, the search goes on, and ``--resume`` runs it again (trial 2:
-       SIGKILLed at every start; ``max_failures: 1``), and then has nothing more to do.
+       SIGKILLed at every start; ``max_failures: 1``), and then has nothing more to do;
+    3) a trial failing for its own reason (trial 3: it diverges) fails once, with its reason: it is not retried,
+       not a lost worker, and a resume does not run it again.
     """
     space, out = write_space(trials=4, concurrency=1, max_failures=1), tmp_path / "run"
     faults = trial_faults({"kind": "sigkill", "trial": 1, "once": str(tmp_path / "struck")},
-                          {"kind": "sigkill", "trial": 2})
+                          {"kind": "sigkill", "trial": 2}, {"kind": "diverge", "trial": 3})
     r = run_cli(["search", str(space), "--out", str(out), "--no-report", "--plugin", faults, *shared_ray.args],
                 env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr  # the search went on past the lost trial
     assert (tmp_path / "struck").exists()  # the fault did strike
     trials, df = _trials(out, load_run_study)
-    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "FAIL"]
     # 1) died once: run again (retry 1), completed
     retried = trials[1]
     assert retried.user_attrs["retries"] == 1 and "worker_lost" not in retried.user_attrs, retried.user_attrs
@@ -51,31 +53,23 @@ def test_a_worker_lost_once_is_retried_and_one_lost_on_every_attempt_fails_until
     assert lost.user_attrs["worker_lost"] is True and lost.user_attrs["retries"] == 2
     assert lost.user_attrs["error"].startswith(("worker crashed", "out of memory")), lost.user_attrs["error"]
     assert "Traceback" not in r.stdout + r.stderr
+    # 3) its own reason: one attempt, its reason, no retry
+    own = trials[3]
+    assert "diverged: loss is" in own.user_attrs["error"], own.user_attrs
+    assert "worker_lost" not in own.user_attrs and "retry_reason" not in own.user_attrs
+    assert not [line for line in r.stdout.splitlines() if "trial 3: " in line and "running it again" in line]
 
     resume = ["search", str(space), "--out", str(out), "--resume", "--no-report", *shared_ray.args]
     r = run_cli(resume, env=shared_ray.env)
     assert r.returncode == 0, r.stdout + r.stderr
     trials, df = _trials(out, load_run_study)
-    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "FAIL", "COMPLETE"]
     rerun = trials[4]
     assert rerun.user_attrs["requeued_from"] == 2 and rerun.params == lost.params
     assert df["number"].tolist() == [0, 1, 2, 3, 4] and df.loc[4, "requeued_from"] == 2
     # the budget counts the re-run in place of the lost trial: a further resume has nothing to do
     r = run_cli(resume, env=shared_ray.env)
     assert r.returncode == 0 and len(load_run_study(out).get_trials()) == 5, r.stdout + r.stderr
-
-
-def test_a_trial_failing_for_its_own_reason_is_not_retried(tmp_path, write_space, shared_ray, run_cli, load_run_study):
-    # An LR of 1e30 diverges: a result (FAIL with its reason), not a dead worker.
-    space = write_space(trials=3, concurrency=1, hparams={"optimizer.lr": {"choices": [1.0e30]}}, algorithms={})
-    out = tmp_path / "run"
-    r = run_cli(["search", str(space), "--out", str(out), "--no-report", *shared_ray.args], env=shared_ray.env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    trials, _ = _trials(out, load_run_study)
-    proposals = [t for t in trials if t.user_attrs.get("stage") == "search"]
-    assert proposals and all(t.state.name == "FAIL" for t in proposals)
-    assert all("retries" not in t.user_attrs and "worker_lost" not in t.user_attrs for t in trials)
-    assert "running it again" not in r.stdout
 
 
 def _available_gib() -> float:

@@ -18,6 +18,8 @@ Self-contained on purpose: the copy is the only file Ray ships to its workers (n
     group_timeout  a multi-worker trial's rank 0 waits only ``seconds`` for its group to form (the first attempt
                 only, ``once``), the configured timeout on the later ones: a peer killed before the group forms
                 costs its first attempt seconds, not the timeout its retry needs for a slow peer's start
+    diverge     trial ``trial`` trains at an LR of 1e30 (its recipe changed at its start): it fails for its own
+                reason, a result, not a lost worker
     fake_cuda   a trial Ray gave a (fake) GPU records "cuda" and Ray's ids but trains on the CPU, on machines
                 whose Ray was given GPUs they do not have (``ray.init(num_gpus=4)``)
 """
@@ -121,6 +123,16 @@ def group_timeout(trial: int, seconds: float, once: str) -> faults.Hook:
     return hook
 
 
+def diverge(trial: int) -> faults.Hook:
+    def hook(at: str, config: dict[str, Any], info: dict[str, Any]) -> dict[str, Any] | None:
+        if at != "start" or int(config.get("number", -1)) != trial:
+            return None
+        recipe = config["recipe"]
+        return {**config, "recipe": {**recipe, "optimizer": {**recipe["optimizer"], "lr": 1.0e30}}}
+
+    return hook
+
+
 def fake_cuda() -> faults.Hook:
     def hook(at: str, config: dict[str, Any], info: dict[str, Any]) -> dict[str, Any] | None:
         recipe = config.get("recipe")
@@ -131,7 +143,7 @@ def fake_cuda() -> faults.Hook:
     return hook
 
 
-KINDS = {"sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs,
+KINDS = {"sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs, "diverge": diverge,
          "group_timeout": group_timeout, "fake_cuda": fake_cuda}
 INSTALLED: list[faults.Hook] = []
 
