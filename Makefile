@@ -36,7 +36,7 @@ demo: setup
 
 test: setup
 	$(PY) -m ruff check recipesearch bench tests examples tools
-	$(PY) -m pytest -q -n 2 --durations=20
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20
 
 # The benchmarks' own extra (Syne Tune, the MO-ASHA peer of §4): only here, never for demo or test.
 bench: setup
