@@ -264,6 +264,9 @@ def render(result: dict[str, Any]) -> str:
     lines.append(md_table(["space", "search", "search time", "hog", "early / paired baseline time per budget",
                            "paired claims → fresh (test)", "inside %", "early-baseline claims → fresh (test)",
                            "inside %"], rows))
+    notes = [f"- {s['space']}, {s['condition']}: {s['note']}" for s in result["searches"] if s.get("note")]
+    if notes:  # what else ran beside a search (a record's note, written by hand)
+        lines += ["", *notes]
     lines += ["", f"Under load: paired claims inside {fmt(100 * result['hog_paired_inside'], '.0f')} %, early-baseline "
                   f"claims inside {fmt(100 * result['hog_early_inside'], '.0f')} %. Control: "
                   f"{fmt(100 * result['control_paired_inside'], '.0f')} % and "

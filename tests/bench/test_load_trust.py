@@ -56,8 +56,12 @@ def test_the_baseline_shift_is_the_early_baselines_time_over_the_paired_ones_per
     assert load_trust._baseline_shift(None) == {}  # the paired baseline not in use
 
 
-def test_a_summarised_result_renders_its_table():
-    assert "| space | search | search time | hog |" in load_trust.render(load_trust.summarise(_result()))
+def test_a_summarised_result_renders_its_table_and_a_searchs_note():
+    result = _result()
+    result["searches"][0]["note"] = "tests ran beside it"
+    text = load_trust.render(load_trust.summarise(result))
+    assert "| space | search | search time | hog |" in text
+    assert "- digits, hog: tests ran beside it" in text and text.count("tests ran beside it") == 1
 
 
 def test_a_half_run_later_keeps_the_other_spaces_searches_and_replaces_its_own():
