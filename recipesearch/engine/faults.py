@@ -3,10 +3,10 @@ its rung reports and its checkpoints.
 
 A trial passes ``reach(point, config, **info)`` at each of these moments (``engine/trial.py``,
 ``engine/trainable.py``, ``engine/ranks.py``, and ``engine/executors.py`` for the in-process executor's trials);
-``reach`` calls every installed hook with the point, the trial's
-config and the point's info. Hooks come from outside the product: a test ships them to the trials as user code
-(a ``--plugin`` / ``plugins=[...]`` module, which every trial process imports before it starts:
-``engine/shipping.py``) and that module's import installs them, in the driver and in each Ray worker alike.
+``reach`` calls every installed hook with the point, the trial's config and the point's info. Hooks come from
+outside the product: a test ships them to the trials as user code (a ``--plugin`` / ``plugins=[...]`` module,
+which every trial process imports before it starts: ``engine/shipping.py``) and that module's import installs
+them, in the driver and in each Ray worker alike.
 With no hook installed, as in every search outside the tests, ``reach`` hands back the config unchanged.
 
     point         info                        what a hook may do there
