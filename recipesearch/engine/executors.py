@@ -30,14 +30,7 @@ def train_proposal(proposal: Proposal, checkpoints: CheckpointStore | None = Non
         trial_dir = checkpoints.root / "inprocess" / f"trial_{proposal.number:05d}_local"
         where["checkpoint_dir"] = trial_dir / "checkpoint_000000"
         where["resume_from"] = checkpoints.latest(config.get("resume_of") or [])
-        written = 0
-
-        def reached(path: Any, info: dict[str, Any]) -> None:  # the checkpoint is in the store already
-            nonlocal written
-            written += 1
-            faults.reach("checkpoint", config, checkpoints=written)
-
-        where["on_checkpoint"] = reached
+        where["on_checkpoint"] = faults.checkpoint_point(config)  # called once the checkpoint is in the store
     return run_recipe(config, on_rung=proposal.on_rung, **where)
 
 

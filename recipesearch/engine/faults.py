@@ -46,3 +46,16 @@ def reach(point: Point, config: dict[str, Any], **info: Any) -> dict[str, Any]:
         if changed is not None:
             config = changed
     return config
+
+
+def checkpoint_point(config: dict[str, Any]) -> Callable[..., None]:
+    """What a trial calls after each checkpoint it wrote (any arguments ignored): passes the "checkpoint" point
+    with this attempt's count so far (1 after the first)."""
+    written = 0
+
+    def reached(*_: Any) -> None:
+        nonlocal written
+        written += 1
+        reach("checkpoint", config, checkpoints=written)
+
+    return reached

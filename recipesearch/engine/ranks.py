@@ -81,15 +81,9 @@ class WorkerLost(RuntimeError):
 def _peer(config: dict[str, Any]) -> dict[str, Any]:
     """Ranks 1..N-1: the trial's recipe in the group; rungs are answered by rank 0 (``Trainer``)."""
     config = start_trial(config)
-    written = 0
-
-    def checkpointed(path: Any, info: dict[str, Any]) -> None:  # rank 0 wrote one, with this rank's part
-        nonlocal written
-        written += 1
-        faults.reach("checkpoint", config, checkpoints=written)
-
+    # called when rank 0 wrote a checkpoint, with this rank's part
     out = run_recipe(config, on_rung=(lambda report: True) if config.get("rungs") else None,
-                     on_checkpoint=checkpointed)
+                     on_checkpoint=faults.checkpoint_point(config))
     return {**out, "node": ray.util.get_node_ip_address(), "gpu_ids": _gpu_ids()}
 
 

@@ -75,14 +75,12 @@ def trainable(config: dict[str, Any]) -> None:
         tune.report(report)
         return True
 
-    written = 0
+    reached = faults.checkpoint_point(config)
 
     def report_checkpoint(path: Path, info: dict[str, Any]) -> None:
-        nonlocal written
         # Tune copies the folder to the trial's storage before this returns: the local file may change next
         tune.report(checkpoint_report(info), checkpoint=tune.Checkpoint.from_directory(str(path.parent)))
-        written += 1
-        faults.reach("checkpoint", config, checkpoints=written)
+        reached()
 
     with tempfile.TemporaryDirectory(prefix="recipesearch-checkpoint-") as work:
         restored = tune.get_checkpoint()  # Tune's retry of this trial after its worker died: go on from there

@@ -43,3 +43,21 @@ def test_a_test_plugin_installs_its_faults_on_import_and_they_leave_with_the_tes
 def test_user_code_that_does_not_install_is_the_trials_error():
     config = start_trial({"number": 0, "recipe": {}, "plugins": {"modules": ["surely_missing_xyz"]}})
     assert "surely_missing_xyz" in config["error"]
+
+
+def test_a_trials_checkpoint_point_counts_its_own_checkpoints():
+    seen = []
+
+    def hook(point, config, info):
+        seen.append((point, config["number"], info))
+
+    faults.install(hook)
+    try:
+        first, second = faults.checkpoint_point({"number": 1}), faults.checkpoint_point({"number": 2})
+        first("path", {"step": 3})  # the trainer's (path, info): ignored
+        first()
+        second()
+    finally:
+        faults.uninstall(hook)
+    assert seen == [("checkpoint", 1, {"checkpoints": 1}), ("checkpoint", 1, {"checkpoints": 2}),
+                    ("checkpoint", 2, {"checkpoints": 1})]
