@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bench.private_ray import ray_pids
 from tests.engine.resumed_checks import check_resumed, checkpoint_files, write_hold_plugin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,25 +70,14 @@ def _check_requeued(trials) -> list[int]:
     return [t.number for t in interrupted]
 
 
-def _ray_of(pid: int) -> dict[int, str]:
-    """{pid: mark} of the processes of the local Ray the live driver ``pid`` started (marked by it,
-    engine/ray_orphans.py). Taken before the driver is killed: once it is gone they are orphans, which any
-    search starting a local Ray beside this test (another xdist worker's) may stop first."""
+def _ray_mark(pid: int) -> str:
+    """What every process of the local Ray the live driver ``pid`` started carries in its environment (its
+    mark, engine/ray_orphans.py; the NUL ends it, so no longer mark matches). Taken before the driver is killed:
+    once it is gone its processes are orphans, which any search starting a local Ray beside this test (another
+    xdist worker's) may stop first; the start time in the mark tells a reused pid from the driver."""
     from recipesearch.engine import ray_orphans
 
-    found = {}
-    for entry in Path("/proc").iterdir():
-        mark = ray_orphans._mark_of(entry) if entry.name.isdigit() else None
-        if mark and mark.startswith(f"{pid}:"):
-            found[int(entry.name)] = mark
-    return found
-
-
-def _gone(procs: dict[int, str]) -> bool:
-    """None of ``procs`` is still there (a pid reused by another process has another mark, or none)."""
-    from recipesearch.engine import ray_orphans
-
-    return not [p for p, mark in procs.items() if ray_orphans._mark_of(Path(f"/proc/{p}")) == mark]
+    return f"{ray_orphans.OWNER_VAR}={ray_orphans.owner_mark(pid)}\0"
 
 
 @pytest.mark.timeout(900)  # three searches, each of them starting a local Ray
@@ -125,10 +115,11 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     # The resumes start a local Ray on loopback with no token set by hand (the first search has ray_env's)
     resume_env = {k: v for k, v in ray_env.items() if k != "RAY_AUTH_MODE"}
 
-    def kill_9(proc: subprocess.Popen) -> tuple[dict[int, str], list[int], dict[int, tuple]]:
-        """kill -9 the search: the Ray processes it leaves, the trials it left RUNNING, those completed."""
-        ray = _ray_of(proc.pid)
-        assert ray  # the driver marked its local Ray's processes, so that a later start can find them
+    def kill_9(proc: subprocess.Popen) -> tuple[str, list[int], dict[int, tuple]]:
+        """kill -9 the search: the mark of the Ray processes it leaves, the trials it left RUNNING, those
+        completed."""
+        ray = _ray_mark(proc.pid)
+        assert ray_pids(ray)  # the driver marked its local Ray's processes, so that a later start can find them
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         running = [t.number for t in load_run_study(out).get_trials() if t.state.name == "RUNNING"]
@@ -150,7 +141,7 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
                             stderr=subprocess.STDOUT)
     _wait_for(proc, out, log, "completed confirmation run",
               lambda df: "stage" in df and ((df["state"] == "COMPLETE") & (df["stage"] == "confirm")).any())
-    assert _gone(left_1)  # the resume stopped the first driver's Ray (its held worker included)
+    assert not ray_pids(left_1)  # the resume stopped the first driver's Ray (its held worker included)
     left_2, running_2, done_2 = kill_9(proc)
     assert running_2
     assert "Token authentication" not in log.read_text()
@@ -161,7 +152,7 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     assert r.returncode == 0, r.stdout + r.stderr
     assert "resuming" in r.stdout
     assert "Token authentication" not in r.stdout + r.stderr
-    assert _gone(left_2)
+    assert not ray_pids(left_2)
 
     trials = load_run_study(out).get_trials()
     done_after = _completed(load_run_study(out))
