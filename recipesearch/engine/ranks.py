@@ -81,9 +81,8 @@ class WorkerLost(RuntimeError):
 def _peer(config: dict[str, Any]) -> dict[str, Any]:
     """Ranks 1..N-1: the trial's recipe in the group; rungs are answered by rank 0 (``Trainer``)."""
     config = start_trial(config)
-    # called when rank 0 wrote a checkpoint, with this rank's part
     out = run_recipe(config, on_rung=(lambda report: True) if config.get("rungs") else None,
-                     on_checkpoint=faults.checkpoint_point(config))
+                     on_checkpoint=faults.checkpoint_point(config))  # rank 0 wrote one, with this rank's part
     return {**out, "node": ray.util.get_node_ip_address(), "gpu_ids": _gpu_ids()}
 
 
