@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from sklearn.datasets import load_digits as sklearn_digits
 
-from recipesearch.data import DataSpec, get_dataset, load_data
+from recipesearch.data import DataSpec, digits, get_dataset, load_data
 from recipesearch.data.digits import digits_test_mask
 
 # fingerprint of the test split: it must never change between releases (results stay comparable)
@@ -33,6 +33,32 @@ def test_raw_shapes_and_pixels_round_trip():
     expected = np.rint(bunch.images[mask] * 255 / 16).astype(np.uint8)
     np.testing.assert_array_equal(raw.test_images[:, 0].numpy(), expected)
     assert int(raw.train_images.max()) == 255
+
+
+def test_the_embedded_file_is_what_sklearn_loads_and_its_absence_falls_back(monkeypatch):
+    """digits reads scikit-learn's data file without importing scikit-learn: the same images and labels as
+    ``load_digits`` (this fails on a scikit-learn whose file changed), and ``load_digits`` where it is gone."""
+    bunch = sklearn_digits()
+    assert digits.embedded_file() is not None  # else every digits load imports scikit-learn again
+    for ink, target in (digits.read_embedded(), _without_the_file(monkeypatch)):
+        np.testing.assert_array_equal(ink, bunch.images)
+        np.testing.assert_array_equal(target, bunch.target)
+        assert ink.shape == (1797, 8, 8) and target.dtype == np.int64
+
+
+def _without_the_file(monkeypatch):
+    monkeypatch.setattr(digits, "embedded_file", lambda: None)
+    return digits.read_embedded()
+
+
+def test_loading_digits_does_not_import_sklearn():
+    import subprocess
+    import sys
+
+    code = ("import sys; from recipesearch.data import DataSpec, load_data; load_data(DataSpec(name='digits')); "
+            "print('sklearn' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stdout + r.stderr
 
 
 def test_bundle_defaults_to_16px_and_is_deterministic():
