@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from bench.private_ray import kill_ray, ray_pids
-from tests.conftest import HEAD_IP, RAY, WORKER_IP, _ray_start, free_port
+from tests.conftest import HEAD_IP, NO_PRESTART, RAY, WORKER_IP, _ray_start, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,6 +100,8 @@ def ray_env(monkeypatch):
     # beside busy processes of our priority, such as the suite's other xdist worker: beside two such processes
     # the data-parallel checkpoint test took 145 s, not 45 s.
     monkeypatch.setenv("RAY_worker_niceness", "0")
+    for var, value in NO_PRESTART.items():
+        monkeypatch.setenv(var, value)
     env = dict(os.environ)
     yield env
     if ray.is_initialized():
@@ -137,10 +139,12 @@ def _wait_for_trials(proc: subprocess.Popen, out: Path, log: Path, what: str, re
     """Poll the study of the search ``proc`` runs into ``out`` until ``reached(trials)``; its trials then. Fails
     with the search's ``log`` if the search ends first or ``timeout`` passes (before its study exists: no trials)."""
     deadline = time.monotonic() + timeout
+    study = None  # loaded once: a load costs ~40 ms of CPU (the storage's setup), a read of its trials ~1 ms
     while time.monotonic() < deadline:
         assert proc.poll() is None, log.read_text()
         try:
-            trials = _study(out).get_trials()
+            study = study or _study(out)
+            trials = study.get_trials()
         except Exception:  # noqa: BLE001 - the study is not created yet
             trials = []
         if reached(trials):
