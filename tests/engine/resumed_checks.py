@@ -1,5 +1,5 @@
 """What a trial that went on from a checkpoint must show, shared by the kill -9 scenarios (test_resume.py,
-test_checkpoints.py), the worker killed after a checkpoint (test_checkpoint_resume.py) and the lost worker node
+test_checkpoints.py), the worker killed after a checkpoint (test_worker_failures.py) and the lost worker node
 (test_cluster.py); and the plugin that holds a trial at its first checkpoint, for a kill with no race."""
 from __future__ import annotations
 
