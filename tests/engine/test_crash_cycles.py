@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def test_a_kill_9_cycle_loses_nothing_and_repeats_nothing(tmp_path, write_space, ray_env):
-    space = write_space(trials=8)  # the tiny space: 2 baseline runs, 6 proposals, no confirmation stage
+    # the tiny space: 2 baseline runs, 6 proposals, no confirmation stage; one at a time (one trial worker a session)
+    space = write_space(trials=8, concurrency=1)
     r = cycle_search(space, tmp_path / "run", cycles=1, seed=1, max_extra=1.5, until_none=True)
     assert r["final_returncode"] == 0, r["final_error"]
     assert r["lost"] == 0 and r["run_twice"] == 0 and r["study_and_csv_agree"]

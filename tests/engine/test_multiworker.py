@@ -124,7 +124,7 @@ def _ray(cpus: int = 4, gpus: int = 0, plugin: Path | None = None) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_search_of_two_worker_trials_whose_lost_peers_are_retried(tmp_path, write_space, shared_ray, run_cli,
+def test_a_search_of_two_worker_trials_whose_lost_peers_are_retried(tmp_path, write_space, shared_ray_here, capsys,
                                                                      load_run_study, trial_faults):
     """``recipesearch search`` on a Ray of 2 CPUs (the session's shared one), 3 trials of 2 ranks each (one bundle
     a rank), one search for three behaviours (each a search of its own before):
@@ -157,12 +157,13 @@ def test_a_search_of_two_worker_trials_whose_lost_peers_are_retried(tmp_path, wr
                        sampler={"name": "random", "seed": 1}, checkpoint_minutes=0.002,
                        base={**TINY_BASE, "max_duration": 3})
     out = tmp_path / "run"
-    r = run_cli(["search", str(path), "--out", str(out), "--no-report", "--plugin", faults, *shared_ray.args],
-                env=shared_ray.env, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
+    # the driver in this process: only the ranks' processes die
+    code, stdout, stderr = call_cli(capsys, "search", str(path), "--out", str(out), "--no-report", "--plugin", faults,
+                                    *shared_ray_here.args)
+    assert code == 0, stdout + stderr
     assert (tmp_path / "struck0").exists() and (tmp_path / "struck1").exists()  # both faults did strike
     # 1) two ranks a trial
-    header = next(line for line in r.stdout.splitlines() if "search tiny:" in line)
+    header = next(line for line in stdout.splitlines() if "search tiny:" in line)
     assert header.endswith("each trial: 2 data-parallel workers, each 1 CPU, no GPU (the cluster has none)"), header
     meta = json.loads((out / "run.json").read_text())
     assert meta["trial_resources"]["workers"] == 2
@@ -178,7 +179,7 @@ def test_a_search_of_two_worker_trials_whose_lost_peers_are_retried(tmp_path, wr
     # 2) the peer that died before the group formed
     a = trials[0].user_attrs
     assert a[st.RETRIES] == 1 and a["retry_reason"] == "worker lost: rank 1 of 2: its process died (WorkerCrashedError)"
-    assert "running it again (retry 1)" in r.stdout
+    assert "running it again (retry 1)" in stdout
     # 3) the peer killed after a checkpoint: on from it
     a = trials[1].user_attrs
     assert a[st.RETRIES] == 1 and a["retry_reason"].startswith("worker lost: rank 1 of 2"), a

@@ -195,7 +195,8 @@ def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, share
     from recipesearch.engine.queueing import rerun_params
 
     url = pg.create_database("resume")
-    space, out, log = write_space(trials=6), tmp_path / "run", tmp_path / "first.log"
+    # one trial at a time: one trial worker a session (what is checked needs no second)
+    space, out, log = write_space(trials=6, concurrency=1), tmp_path / "run", tmp_path / "first.log"
     proc = _start([str(space), "--out", str(out), "--storage", url, "--quiet", "--no-report", *shared_ray.args],
                   shared_ray.env, log)
     _wait_completed(proc, out, 2, log)

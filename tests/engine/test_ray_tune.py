@@ -81,7 +81,9 @@ def test_search_end_to_end(tmp_path, write_space, ray_env, load_run_study):
     from recipesearch.engine.api import search
 
     # The random sampler with this seed draws LR 1e20 for some of the 6 non-baseline trials.
-    path = write_space(hparams={"optimizer.lr": {"choices": [0.05, 1.0e20]}}, sampler={"name": "random", "seed": 3})
+    # One trial at a time: one trial worker for the 8 (a worker's start costs seconds of CPU)
+    path = write_space(hparams={"optimizer.lr": {"choices": [0.05, 1.0e20]}}, sampler={"name": "random", "seed": 3},
+                       concurrency=1)
     out = tmp_path / "run"
     df = search(path, out=out, quiet=True, report=False).trials
 
