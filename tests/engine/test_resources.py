@@ -218,14 +218,15 @@ def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, r
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_auto_takes_no_gpu_on_a_cluster_without_one(tmp_path, write_space, ray_env, capsys, load_run_study):
-    """The local Ray of this GPU-less machine: ``resources: auto`` gives no GPU, and the trial trains on CPU."""
+def test_auto_takes_no_gpu_on_a_cluster_without_one(tmp_path, write_space, shared_ray_here, capsys, load_run_study):
+    """A Ray on this GPU-less machine (the session's shared one): ``resources: auto`` gives no GPU, and the trial
+    trains on CPU."""
     from recipesearch.engine.api import search
 
     path = write_space(base=BASE, budgets=[1], trials=1,
                        concurrency=1, resources="auto", algorithms={})
     out = tmp_path / "run"
-    search(path, out=out, quiet=True, report=False)
+    search(path, out=out, quiet=True, report=False, address=shared_ray_here.address)
     header = _header(capsys.readouterr().out)
     assert header.endswith("each trial: 1 CPU, no GPU (the cluster has none)"), header
     assert json.loads((out / "run.json").read_text())["trial_resources"] == {

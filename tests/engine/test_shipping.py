@@ -189,13 +189,15 @@ def test_a_model_registered_in_a_script_trains_on_ray(tmp_path, write_space, sha
 
 
 @pytest.mark.ray
-def test_code_that_does_not_import_on_a_node_is_one_line_before_any_trial(ray_env):
+def test_code_that_does_not_import_on_a_node_is_one_line_before_any_trial(shared_ray_here):
     import ray
 
-    from recipesearch.engine.ray_tune import LOOPBACK_IP
-
-    ray.init(num_cpus=1, _node_ip_address=LOOPBACK_IP, include_dashboard=False, log_to_driver=False)
-    shipping.check_nodes(shipping.Shipment(modules=("json",)))  # importable everywhere: no complaint
-    with pytest.raises(UserError, match=r"user code does not load on Ray node 127\.0\.0\.2 \(.*cannot import "
-                                        r"'surely_missing_user_module_xyz'"):
-        shipping.check_nodes(shipping.Shipment(modules=("surely_missing_user_module_xyz",)))
+    # on the session's shared Ray (head 127.0.0.2): a Ray start of its own would check nothing more
+    ray.init(address=shared_ray_here.address, log_to_driver=False)
+    try:
+        shipping.check_nodes(shipping.Shipment(modules=("json",)))  # importable everywhere: no complaint
+        with pytest.raises(UserError, match=r"user code does not load on Ray node 127\.0\.0\.2 \(.*cannot import "
+                                            r"'surely_missing_user_module_xyz'"):
+            shipping.check_nodes(shipping.Shipment(modules=("surely_missing_user_module_xyz",)))
+    finally:
+        ray.shutdown()  # only disconnects: the shared Ray stays up
