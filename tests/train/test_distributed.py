@@ -1,5 +1,5 @@
-"""Data-parallel training (train/distributed.py) without Ray: the sharding alone, then 2 gloo ranks spawned with
-torch.multiprocessing on loopback, each running the real ``Trainer`` on digits."""
+"""Data-parallel training (train/distributed.py) without Ray: the sharding alone, then 2 gloo ranks started with
+torch.multiprocessing (from a forkserver) on loopback, each running the real ``Trainer`` on digits."""
 from __future__ import annotations
 
 import math
@@ -243,12 +243,22 @@ def run_ranks(job: dict, world: int = 2, timeout: float = 120) -> list[dict]:
     return spawn_ranks(_rank_main, job, world, timeout)
 
 
+# The modules every rank imports, loaded once per test process by its forkserver (below).
+RANK_MODULES = ["torch", "torch._dynamo", "recipesearch.train.loop", "recipesearch.train.distributed"]
+
+
 def spawn_ranks(rank_main: Any, job: dict, world: int, timeout: float) -> list[dict]:
-    """``rank_main(rank, world, port, out, job)`` on ``world`` spawned processes, each saving what it found as
-    ``out/<rank>.pt``; those, in rank order (a dead rank's is ``{}``)."""
+    """``rank_main(rank, world, port, out, job)`` on ``world`` new processes, each saving what it found as
+    ``out/<rank>.pt``; those, in rank order (a dead rank's is ``{}``).
+
+    The processes are forked from multiprocessing's forkserver, a fresh interpreter (no threads: forking it is
+    safe, where forking this test process, with Ray's and torch's threads, is not) that imported torch, the
+    trainer and ``rank_main``'s module once for this test process: spawned, each rank spent ~5 s of CPU on
+    those imports, in every spawn of the ranks."""
+    mp.set_forkserver_preload([*RANK_MODULES, rank_main.__module__])  # before the forkserver's first start
     with tempfile.TemporaryDirectory() as out:
         ctx = mp.start_processes(rank_main, args=(world, free_port(), out, job), nprocs=world, join=False,
-                                 start_method="spawn")
+                                 start_method="forkserver")
         deadline = time.monotonic() + timeout
         try:
             while not ctx.join(timeout=max(0.1, deadline - time.monotonic())):
