@@ -5,6 +5,10 @@ checks that the private method it relies on still exists with the signature it e
 ``tests/test_compat.py`` fails on an Optuna or Ray whose private API moved, so an upgrade that breaks one is a
 failing test rather than a search that quietly behaves differently. ``TESTED`` is what the suite has passed
 on, which pyproject.toml's lower bounds follow.
+
+(One library's file layout, not an API, is relied on elsewhere: ``data/digits.py`` reads scikit-learn's
+``digits.csv.gz`` without importing scikit-learn, falling back to ``load_digits`` where the file is gone, and
+``tests/data/test_digits.py`` fails on a scikit-learn whose file no longer matches ``load_digits``.)
 """
 from __future__ import annotations
 
