@@ -248,7 +248,7 @@ def test_one_search_drives_a_study_at_a_time(pg, tmp_path, write_space, capsys):
     from recipesearch.engine import study as st
 
     url = pg.create_database("shared")
-    space, out_a, out_b, log = write_space(trials=6), tmp_path / "a", tmp_path / "b", tmp_path / "a.log"
+    space, out_a, out_b, log = write_space(trials=3), tmp_path / "a", tmp_path / "b", tmp_path / "a.log"
     first = _start([str(space), "--out", str(out_a), "--storage", url, "--executor", "inprocess", "--quiet",
                     "--no-report"], os.environ.copy(), log)
     try:
@@ -273,7 +273,7 @@ def test_one_search_drives_a_study_at_a_time(pg, tmp_path, write_space, capsys):
 
     trials = _study(url).get_trials()
     # the refused searches changed nothing: no trial of the first marked interrupted, nothing queued twice
-    assert [t.state.name for t in trials] == ["COMPLETE"] * 6
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3
     assert _study(url).user_attrs[st.OWNER] == str(out_a.resolve())
 
     # After it: another run directory is pointed at the run directory that owns the study, even with --force
@@ -281,7 +281,7 @@ def test_one_search_drives_a_study_at_a_time(pg, tmp_path, write_space, capsys):
     _one_line_refusal(code, text, "already has a study named 'tiny'", f"--resume --out {out_a.resolve()}")
     code, text = _call(capsys, "search", str(space), "--out", str(out_b), "--storage", url, "--quiet", "--force")
     _one_line_refusal(code, text, "belongs to the run directory", "not deleting it")
-    assert not out_b.exists() and len(_study(url).get_trials()) == 6
+    assert not out_b.exists() and len(_study(url).get_trials()) == 3
     _no_secret_under(out_a)
 
 

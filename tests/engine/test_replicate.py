@@ -163,8 +163,8 @@ def test_the_python_api_checks_its_arguments(tmp_path):
 def test_a_replication_runs_on_ray_like_a_search(tmp_path, shared_ray_here):
     # on a Ray it joins (--address), as a search does: the suite's shared one spares a Ray start of its own
     run = finished_search(tmp_path / "run")
-    replicate(run, ReplicateOptions(seeds=1, claims="headline", quiet=True, report=False,
-                                    address=shared_ray_here.address))
+    replicate(run, ReplicateOptions(seeds=1, claims="headline", quiet=True, report=False, concurrency=1,
+                                    address=shared_ray_here.address))  # one trial worker does
     out = run / "replication"
     trials = pd.read_csv(out / "trials.csv")
     assert len(trials) == 7 and (trials["state"] == "COMPLETE").all() and set(trials["stage"]) == {"replicate"}

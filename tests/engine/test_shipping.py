@@ -178,7 +178,7 @@ def test_a_model_registered_in_a_script_trains_on_ray(tmp_path, write_space, sha
     # Before: every Ray trial failed "model.name: unknown model 'script_mlp'" (the driver alone had it).
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
-    space = write_space(trials=4, base={**TINY_BASE, "model": {"name": "script_mlp"}})
+    space = write_space(trials=4, concurrency=1, base={**TINY_BASE, "model": {"name": "script_mlp"}})  # 1 worker
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, str(script), str(space), str(out), shared_ray.address], env=shared_ray.env,
                        capture_output=True, text=True, timeout=240, cwd=tmp_path)
