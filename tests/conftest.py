@@ -114,10 +114,22 @@ def free_port(host: str = "127.0.0.2") -> int:
 
 RAY = str(Path(sys.executable).with_name("ray"))
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
-# No idle workers started ahead of demand, for the suite's Rays: a raylet starts one per CPU when it starts, and
-# more when a driver connects, each importing Ray (~0.5 s of CPU) to be unused by a search's trials (started
-# for its job, with its runtime env). On 2 busy cores they only took CPU from the tests beside them.
-NO_PRESTART = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
+# Ray's settings for every Ray the suite starts (the shared one, ``ray_env``'s, the loopback cluster), beside
+# RAY_TMPDIR, which each gets its own:
+RAY_SETTINGS = {
+    "RAY_AUTH_MODE": "disabled",  # loopback only: no token to manage
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # Workers at this process's priority, as the CLI's own local Ray starts them (engine/ray_tune.py). Ray's
+    # default (workers at nice +15) starves the trials of a test's own ray.init and of `ray start` clusters
+    # beside busy processes of our priority, such as the suite's other xdist worker: beside two such processes
+    # the data-parallel checkpoint test took 145 s, not 45 s.
+    "RAY_worker_niceness": "0",
+    # No idle workers started ahead of demand: a raylet starts one per CPU when it starts, and more when a driver
+    # connects, each importing Ray (~0.5 s of CPU) to be unused by a search's trials (started for its job, with
+    # its runtime env). On 2 busy cores they only took CPU from the tests beside them.
+    "RAY_enable_worker_prestart": "0",
+    "RAY_prestart_worker_first_driver": "0",
+}
 
 
 def _ray_start(args: list[str], env: dict[str, str], cpus: int = 1) -> None:
@@ -138,8 +150,7 @@ def shared_ray():
     from types import SimpleNamespace
 
     tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must stay < 108 chars
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": tmp, "RAY_USAGE_STATS_ENABLED": "0",
-           "RAY_worker_niceness": "0", **NO_PRESTART}  # as ray_env: workers at this process's priority
+    env = {**os.environ, **RAY_SETTINGS, "RAY_TMPDIR": tmp}
     # Unmarked, whatever an in-process search of this process left in its environment: a search's start stops
     # the processes marked with a driver that is gone (engine/ray_orphans.py), never a joined cluster's.
     env.pop("RECIPESEARCH_RAY_OWNER", None)

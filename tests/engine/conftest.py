@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from bench.private_ray import kill_ray, ray_pids
-from tests.conftest import HEAD_IP, NO_PRESTART, RAY, WORKER_IP, _ray_start, free_port
+from tests.conftest import HEAD_IP, RAY, RAY_SETTINGS, WORKER_IP, _ray_start, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -92,15 +92,7 @@ def ray_env(monkeypatch):
     import ray
 
     tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must stay < 108 chars
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.setenv("RAY_TMPDIR", tmp)
-    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-    # Workers at this process's priority, as the CLI's own local Ray starts them (engine/ray_tune.py). Ray's
-    # default (workers at nice +15) starves the trials of a test's own ray.init and of `ray start` clusters
-    # beside busy processes of our priority, such as the suite's other xdist worker: beside two such processes
-    # the data-parallel checkpoint test took 145 s, not 45 s.
-    monkeypatch.setenv("RAY_worker_niceness", "0")
-    for var, value in NO_PRESTART.items():
+    for var, value in {**RAY_SETTINGS, "RAY_TMPDIR": tmp}.items():
         monkeypatch.setenv(var, value)
     env = dict(os.environ)
     yield env

@@ -213,7 +213,8 @@ def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, 
     # 40 trials of ~0.1 s: the 12 it had once all finished before the signal came (Ray's workers at full
     # priority), and the search must still be running when it comes. On the session's shared Ray: the signal goes
     # to the driver, whose handling is the same on a Ray of its own (the start of one is not what this checks).
-    # one trial at a time: one trial worker (a Ray worker's start is seconds of CPU), still a trial in flight
+    # one trial at a time: one trial worker (a Ray worker's start is seconds of CPU); what is checked holds with
+    # one trial in flight at the signal or none
     space, out, log = write_space(trials=40, concurrency=1), tmp_path / "run", tmp_path / "first.log"
     proc = _start(space, out, shared_ray.env, log, *shared_ray.args)
     _wait_for_completed(proc, out, 2, log)
