@@ -23,6 +23,7 @@ from recipesearch.engine import interrupts, queueing, shipping, user_code
 from recipesearch.engine import study as st
 from recipesearch.engine.checkpoints import CheckpointStore
 from recipesearch.engine.loop import SearchLoop
+from recipesearch.engine.method_fit import check_methods_fit
 from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import make_sampler
 from recipesearch.engine.search_options import SearchOptions, checked_options
@@ -115,6 +116,7 @@ class SearchDriver:
             self.study_lock = lock_study(storage, space.name, opts.storage) if storage is not None else None
             # The user's own code: checked here (exit 2 before anything trains), then shipped to every trial
             self.shipment = user_code.preflight(space)
+            check_methods_fit(space)  # no proposal may fail for a reason knowable now (engine/method_fit.py)
             if opts.executor == "ray":
                 from recipesearch.engine.ray_tune import RayHandle
 

@@ -160,6 +160,16 @@ def _create_imported(path: str, num_classes: int, in_channels: int, image_size: 
         raise ConfigError("model.name", f"{path} raised {describe_call_error(exc)}") from None
     if not isinstance(model, nn.Module):
         raise ConfigError("model.name", f"{path} returned a {type(model).__name__}, not a torch.nn.Module")
+    param = next(model.parameters(), None)
+    if param is not None and param.device.type != "meta":
+        # A model whose logits do not match the data's classes would end in a traceback from the loss at step 1
+        # (a target out of bounds); two zero images through it now make that one line, before anything trains.
+        from recipesearch.models.tv import forward_problem
+
+        problem = forward_problem(model, num_classes, in_channels, image_size, image_size)
+        if problem is not None:
+            raise ConfigError("model.name", f"{path}: {problem} (the data has {num_classes} classes, "
+                                            f"{in_channels} channel(s), {image_size} px)")
     return model
 
 

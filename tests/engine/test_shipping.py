@@ -111,24 +111,29 @@ def test_failing_alike_needs_three_alike_and_nothing_completed():
     assert failing_alike([_failed(n, "interrupted") for n in range(3)]) is None
 
 
-FAILS_ON_GRAYSCALE = """
+FAILS_IN_TRAINING = """
 from torch import nn
 
+class Net(nn.Sequential):
+    def forward(self, x):
+        if self.training:
+            raise ValueError("this net cannot train")
+        return super().forward(x)
+
 def net(num_classes, in_channels, image_size):
-    if in_channels == 1:
-        raise ValueError("this net needs RGB images")
-    return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * image_size ** 2, num_classes))
+    return Net(nn.Flatten(), nn.Linear(in_channels * image_size ** 2, num_classes))
 """
 
 
 def test_a_search_whose_trials_all_fail_alike_stops_early(tmp_path, write_space, user_module, capsys):
-    # The meta-device check builds the net for 3 channels: it passes; every trial on 1-channel digits fails.
-    name = user_module(FAILS_ON_GRAYSCALE)
+    # Every check before training passes (the net builds, and classifies two images in eval mode); every trial
+    # fails at its first training step, for one reason.
+    name = user_module(FAILS_IN_TRAINING)
     space = write_space(trials=12, concurrency=1, base={**TINY_BASE, "model": {"name": f"{name}:net"}})
     result = recipesearch.search(space, out=tmp_path / "run", executor="inprocess", quiet=True, report=False)
     states = result.trials["state"].tolist()
     assert states == ["FAIL"] * 3  # not 12
-    assert "this net needs RGB images" in result.trials["error"].iloc[0]
+    assert "this net cannot train" in result.trials["error"].iloc[0]
     assert "stopped early: the first 3 trials all failed the same way" in capsys.readouterr().out
 
 
