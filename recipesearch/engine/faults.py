@@ -12,6 +12,9 @@ With no hook installed, as in every search outside the tests, ``reach`` hands ba
     point         info                        what a hook may do there
     "start"       -                           kill or block the process; return a changed config (the
                                               device a trial trains on)
+    "report"      number                      (the hook gets the rung report in place of the config) return the
+                                              report with values the test fixes, so what the scheduler decides
+                                              follows from them, not from which trial ran faster
     "rung"        rung, step                  block (a test kills the search meanwhile)
     "checkpoint"  checkpoints (this attempt's kill the process right after the k-th checkpoint reached Tune
                   count so far)
@@ -21,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-Point = Literal["start", "rung", "checkpoint"]
-# hook(point, config, info) -> None, or at "start" the config the trial goes on with
+Point = Literal["start", "report", "rung", "checkpoint"]
+# hook(point, config, info) -> None, or at "start" the config the trial goes on with (at "report": the report)
 Hook = Callable[[str, dict[str, Any], dict[str, Any]], "dict[str, Any] | None"]
 
 _hooks: list[Hook] = []

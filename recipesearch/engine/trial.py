@@ -122,7 +122,7 @@ def _run(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool] | Non
     trainer_rungs: dict[str, Any] = {}
     if rungs:
         def report_rung(report: dict[str, Any]) -> bool:
-            go_on = on_rung(rung_report(report))
+            go_on = on_rung(faults.reach("report", rung_report(report), number=config.get("number")))
             faults.reach("rung", config, rung=report["rung"], step=report["step"])
             return go_on
 

@@ -143,8 +143,17 @@ def fake_cuda() -> faults.Hook:
     return hook
 
 
-KINDS = {"sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs, "diverge": diverge,
-         "group_timeout": group_timeout, "fake_cuda": fake_cuda}
+def rung_time(seconds_per_rung: float) -> faults.Hook:
+    """Every rung report says the trial took ``seconds_per_rung`` x its rung: trials that reach a rung tie on time,
+    so the scheduler ranks them by accuracy alone (which a fixed seed fixes on CPU), whichever ran faster."""
+    def hook(at: str, report: dict[str, Any], info: dict[str, Any]) -> dict[str, Any] | None:
+        return {**report, "train_seconds": seconds_per_rung * report["rung"]} if at == "report" else None
+
+    return hook
+
+
+KINDS = {"rung_time": rung_time, "sigkill": sigkill, "allocate": allocate, "hold": hold, "pause_rungs": pause_rungs,
+         "diverge": diverge, "group_timeout": group_timeout, "fake_cuda": fake_cuda}
 INSTALLED: list[faults.Hook] = []
 
 
