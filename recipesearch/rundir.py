@@ -307,6 +307,7 @@ class RunLog:
             "objectives": list(space.objectives),
             "directions": list(space.directions),
             "metric_split": space.metric_split,
+            "target": space.target,
             "versions": library_versions(),
             "hardware": hardware(),
             "status": "running",

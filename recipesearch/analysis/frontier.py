@@ -21,12 +21,14 @@ The live progress table, the CLI summary, the report and the benchmarks all read
 - *speedup* of a point: at its mean metric, on the baseline curve (``analysis.speedup``), with a
   bootstrap interval over seeds for the front's points (``analysis.points``); *confirmed* only when
   that interval's lower bound is above 1 (``confirmed_faster``).
+- *target*: the accuracy the headline is measured at (``analysis.target``): the space's ``target``, by default
+  the baseline's seed mean at budget 1 (what the user's recipe gets today).
 - *recipe curves* (``recipes``): each recipe trained at two or more budgets, its curve against the
-  baseline's at the higher accuracy both reach, with a bootstrap interval: MosaicML's curve-vs-curve
-  speedup (``analysis.recipe_curves``).
-- *headline*: the confirmed-faster recipe curve with the largest speedup, with its interval; when none
-  is confirmed, ``number`` is None and ``verdict`` says so ("nothing beat the baseline")
-  (``analysis.headline``).
+  baseline's to the target, with a bootstrap interval: MosaicML's curve-vs-curve speedup
+  (``analysis.recipe_curves``).
+- *headline*: the confirmed-faster recipe curve with the largest speedup to the target, with its interval;
+  when none is confirmed there, ``number`` is None and ``verdict`` says why (``analysis.headline``); with it,
+  what the search cost and when the recipe pays it back (``payback``).
 
 This module holds the ``Frontier`` object and the one function that assembles it from those parts.
 """
@@ -46,6 +48,7 @@ from recipesearch.analysis.recipe_curves import recipe_curves
 from recipesearch.analysis.recipe_keys import BASELINE_KEY, recipe_keys
 from recipesearch.analysis.seeds import DEFAULT_CONFIDENCE
 from recipesearch.analysis.speedup import TradeoffCurve, baseline_envelope
+from recipesearch.analysis.target import BASELINE, Payback, Target, payback, reference_budget, resolve_target
 from recipesearch.analysis.text import finite
 from recipesearch.trials_columns import ACCURACY, COST, TIME, VAL_ACCURACY, metric_column
 
@@ -84,6 +87,8 @@ class Frontier:
     early_baseline: pd.DataFrame | None = None
     early_baseline_curve: TradeoffCurve | None = None
     baseline_shift: pd.DataFrame | None = None
+    target: Target | None = None  # the accuracy the headline and the recipe curves are measured at
+    payback: Payback | None = None  # what the search cost, and when the headline recipe pays it back
 
     @property
     def completed(self) -> pd.Series:
@@ -162,8 +167,9 @@ def _with_columns(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
 def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEFAULT_CONFIDENCE) -> Frontier:
     """Compute the frontier of ``trials`` (the trials.csv contract) under ``space``'s objectives.
 
-    ``space`` is anything with ``objectives``, ``directions`` and ``metric_split``: a ``SearchSpace``
-    during a search, ``Objectives.from_run_meta(run_json)`` when only the run directory is at hand.
+    ``space`` is anything with ``objectives``, ``directions`` and ``metric_split`` (and ``target``, else the
+    baseline at budget 1): a ``SearchSpace`` during a search, ``Objectives.from_run_meta(run_json)`` when only
+    the run directory is at hand.
     Robust to empty frames and missing columns (a search that has not finished a trial yet).
     """
     metric = metric_column(space.metric_split)
@@ -245,7 +251,9 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
     # 6) the front, recipe curves and the headline
     front = points[points["on_front"]].sort_values([TIME, metric, "number"], ascending=[True, False, True])
     front = front.reset_index(drop=True)
-    recipes = recipe_curves(completed, baseline, metric, confidence)
+    target = resolve_target(getattr(space, "target", BASELINE), base_points, metric)
+    recipes = recipe_curves(completed, baseline, metric, confidence, target.accuracy)
+    headline = choose_headline(points, front, recipes, baseline, curve, metric, target)
     early = shift = early_curve = None
     if paired:
         early = distinct_seeds(df[early_runs]).sort_values([TIME, "number"]).reset_index(drop=True)
@@ -257,7 +265,17 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
             warnings.append(moved)
     return Frontier(metric=metric, objectives=objectives, directions=directions, trials=df,
                     on_recipe_front=on_recipe_front, baseline=baseline, baseline_curve=curve, points=points,
-                    front=front, recipes=recipes,
-                    headline=choose_headline(points, front, recipes, baseline, curve, metric), warnings=tuple(warnings),
+                    front=front, recipes=recipes, headline=headline, warnings=tuple(warnings),
                     confirmed_front=confirmed_front, paired=paired, early_baseline=early,
-                    early_baseline_curve=early_curve, baseline_shift=shift)
+                    early_baseline_curve=early_curve, baseline_shift=shift, target=target,
+                    payback=_payback(headline, df, base_points))
+
+
+def _payback(h: Headline, runs: pd.DataFrame, base_points: pd.DataFrame) -> Payback:
+    """What the search cost (every run in ``runs``), in trainings of the baseline at the reference budget, and
+    what the headline recipe saves a training to the target."""
+    unit = float("nan")
+    if len(base_points):
+        budget = reference_budget(base_points["budget"].to_numpy(dtype=float))
+        unit = float(base_points.loc[np.isclose(base_points["budget"].astype(float), budget), TIME].iloc[0])
+    return payback(runs, unit, h.baseline_seconds - h.recipe_seconds if h.confirmed else float("nan"))

@@ -1,4 +1,4 @@
-"""What a frontier is judged on: the objective columns, their directions and the metric split.
+"""What a frontier is judged on: the objective columns, their directions, the metric split and the target.
 
 ``frontier`` takes anything with ``objectives``, ``directions`` and ``metric_split`` (``ObjectiveSpec``):
 a ``SearchSpace`` during a search, or ``Objectives``, the same three read back from run.json, when only
@@ -48,6 +48,7 @@ class Objectives:
     objectives: tuple[str, ...] = (ACCURACY, TIME, COST)
     directions: tuple[str, ...] = ("maximize", "minimize", "minimize")
     metric_split: str = TEST_SPLIT
+    target: str | float = "baseline"  # the headline's accuracy (analysis.target)
 
     def __post_init__(self) -> None:
         if len(self.objectives) != len(self.directions):
@@ -65,15 +66,18 @@ class Objectives:
         meta = meta or {}
         split = meta.get("metric_split")
         split = split if split in (TEST_SPLIT, VAL_SPLIT) else TEST_SPLIT
+        target = meta.get("target")
+        target = target if target in ("baseline", "baseline_best") or (
+            isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1) else "baseline"
         names = meta.get("objectives")
         if not (isinstance(names, (list, tuple)) and names and all(n in DIRECTIONS for n in names)
                 and any(DIRECTIONS[n] == "maximize" for n in names)):
-            return cls(metric_split=split)
+            return cls(metric_split=split, target=target)
         dirs = meta.get("directions")
         if not (isinstance(dirs, (list, tuple)) and len(dirs) == len(names)
                 and all(d in ("maximize", "minimize") for d in dirs)):
             dirs = [DIRECTIONS[n] for n in names]
-        return cls(tuple(str(n) for n in names), tuple(str(d) for d in dirs), split)
+        return cls(tuple(str(n) for n in names), tuple(str(d) for d in dirs), split, target)
 
 
 def used_objectives(

@@ -42,7 +42,13 @@ class SearchResult:
 
     @property
     def headline(self) -> Any:
+        """The claim at the target accuracy (``analysis.headline``)."""
         return self.frontier.headline
+
+    @property
+    def payback(self) -> Any:
+        """What the search cost and when its headline recipe pays it back (``analysis.target.Payback``)."""
+        return self.frontier.payback
 
     def report(self) -> Path:
         """Build (again) the HTML report, pareto.csv and recipes/ in the run directory; returns index.html."""

@@ -193,6 +193,7 @@ class SearchDriver:
         """The search ended: run.json, the final report, the summary."""
         self.ui.stop()
         self._log_confirmation(df)
+        self._log_headline(df)
         self._close("finished")
         self._report(final=True)
         self.ui.summary(df, self.space)
@@ -226,6 +227,24 @@ class SearchDriver:
                 self.ui.set_total(self.loop.total())
         except Exception as exc:  # noqa: BLE001
             self._hook_failed("display", exc)
+
+    def _log_headline(self, df: pd.DataFrame) -> None:
+        """run.json: the claim at the target, and what the search cost against what its recipe saves."""
+        if self.log is None:
+            return
+        from recipesearch.analysis.frontier import finite, frontier
+
+        f = frontier(df, self.space)
+        h = f.headline
+
+        def num(x: float) -> float | None:
+            return round(float(x), 6) if finite(x) else None
+
+        self.log.update(headline={
+            "target": self.space.target, "target_accuracy": num(h.baseline_accuracy), "target_source": h.target_source,
+            "confirmed": h.confirmed, "trial": h.number, "speedup": num(h.speedup), "ci_low": num(h.speedup_ci_low),
+            "ci_high": num(h.speedup_ci_high), "verdict": h.verdict, "elsewhere": h.elsewhere,
+        }, payback=f.payback.to_dict() if f.payback is not None else None)
 
     def _log_confirmation(self, df: pd.DataFrame) -> None:
         """run.json: what the confirmation stage chose and the share of compute it really took."""

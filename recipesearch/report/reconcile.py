@@ -75,7 +75,7 @@ def selection_meta(run: RunDir, meta: dict[str, Any], space_text: str) -> tuple[
         raise UserError(f"{run.run_json} is missing, and {run.space_yaml}'s metric_split / objectives do not say "
                         "how the search selected: nothing is reported (restore run.json)")
     filled = {"objectives": list(objectives), "directions": [DIRECTIONS[o] for o in objectives],
-              "metric_split": split}
+              "metric_split": split, "target": data.get("target", "baseline")}  # from_run_meta checks it
     if isinstance(data.get("name"), str):
         filled["space_name"] = data["name"]
     note = (f"{run.run_json.name} is missing: the selection (objectives {', '.join(objectives)}, selected on "

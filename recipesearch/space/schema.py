@@ -277,6 +277,14 @@ def _objective_list(value: Any) -> Any:
     return value
 
 
+def _target(value: Any) -> Any:
+    if value in ("baseline", "baseline_best"):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
+        return float(value)
+    raise field_error(f"allowed: baseline, baseline_best, or an accuracy between 0 and 1 (got {show(value)})")
+
+
 def _split(value: Any) -> Any:
     if value not in ("test", "val"):
         raise field_error(f"allowed: test, val (got {value!r})")
@@ -295,6 +303,8 @@ class SpaceFile(Section):
     price_per_hour: Annotated[float, Field(gt=0)] | None = None
     # Selection on validation by default; the test split is reported, never chosen on.
     metric_split: Annotated[Literal["test", "val"], BeforeValidator(_split)] = "val"
+    # The accuracy the headline is measured at (analysis/target.py): the baseline's at budget 1 by default.
+    target: Annotated[str | float, BeforeValidator(_target)] = "baseline"
     constraints: Annotated[ConstraintsEntry, BeforeValidator(_empty_section)] = ConstraintsEntry()
     sampler: SamplerEntry = SamplerEntry()
     trials: int = Field(24, ge=1)  # baselines included

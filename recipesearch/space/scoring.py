@@ -14,12 +14,14 @@ DEFAULT_VAL_FRACTION = 0.1  # share of train held out when a val-selecting space
 
 @dataclass(frozen=True)
 class Scoring:
-    """The space's ``objectives``, ``metric_split``, ``constraints`` and ``price_per_hour`` (schema.SpaceFile)."""
+    """The space's ``objectives``, ``metric_split``, ``constraints``, ``price_per_hour`` and ``target``
+    (schema.SpaceFile)."""
 
     objectives: list[str]  # accuracy plus train_seconds and/or cost, in the order written
     metric_split: Literal["test", "val"] = "val"
     constraints: dict[str, float] = field(default_factory=dict)  # keys of CONSTRAINT_KEYS
     price_per_hour: float | None = None
+    target: str | float = "baseline"  # the headline's accuracy (analysis/target.py); not in the space hash
 
     @property
     def directions(self) -> list[str]:

@@ -130,6 +130,10 @@ class SearchSpace:
         return self.scoring.metric_split
 
     @property
+    def target(self) -> str | float:
+        return self.scoring.target
+
+    @property
     def selection_column(self) -> str:
         """The trials column selection reads: ``val_accuracy`` or ``accuracy`` (test), per ``metric_split``."""
         return self.scoring.selection_column

@@ -20,7 +20,7 @@ from recipesearch.analysis.replication import (
 
 VAL = Objectives(("accuracy", "train_seconds"), ("maximize", "minimize"), "val")
 BASE = {0.25: (1.0, 0.80), 0.5: (2.0, 0.85), 1.0: (4.0, 0.90)}  # budget: (seconds, val accuracy)
-FAST = {0.25: (0.5, 0.82), 0.5: (1.0, 0.87)}  # 2x faster and a little better
+FAST = {0.25: (0.5, 0.82), 0.5: (1.0, 0.87), 1.0: (2.0, 0.92)}  # 2x faster and a little better
 NOISE = (-0.004, 0.0, 0.004)
 
 
@@ -51,7 +51,7 @@ def test_claims_are_the_confirmed_curve_and_points():
     kinds = sorted((c.kind, c.recipe_key) for c in claims)
     assert ("curve", "fast") in kinds and all(key == "fast" for _, key in kinds)  # one seed never confirms
     curve = next(c for c in claims if c.kind == "curve")
-    assert curve.budgets == (0.25, 0.5) and curve.headline and curve.confirmed
+    assert curve.budgets == (0.25, 0.5, 1.0) and curve.headline and curve.confirmed
     assert curve.ci_low > 1 and curve.speedup == pytest.approx(f.headline.speedup)
     assert [c.kind for c in claims_of(f, "headline")] == ["curve"]
     assert len(claims_of(f, "all")) >= len(claims)

@@ -40,7 +40,7 @@ def test_pareto_plot_draws_seed_intervals(info):
     bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
     assert len(bars) == 2  # the baseline's points and the frontier's, each over 3 seeds
     assert "95% CI over seeds" in _legend(fig)
-    assert any(name.startswith("2.51× faster [95% CI ") for name in _legend(fig))
+    assert any(name.startswith("2.00× faster [95% CI ") for name in _legend(fig))
     single = build_info(trials_frame(SEARCH_ROWS), {}, "")
     fig = pareto_figure(single)
     assert not [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]  # one seed: no interval
@@ -54,7 +54,7 @@ def test_tradeoff_curves_show_the_baseline_band_and_each_recipe_curve(info):
     assert ax.get_xscale() == "log"
     assert names[:2] == ["baseline 95% band", "baseline (mean of 3+ seeds)"]
     confirmed = [n for n in names if n.endswith("✓ confirmed")]
-    assert len(confirmed) == 1 and confirmed[0].startswith(f"trial {CONFIRMED_NUMBER}: label_smoothing  2.51× [95% CI ")
+    assert len(confirmed) == 1 and confirmed[0].startswith(f"trial {CONFIRMED_NUMBER}: label_smoothing  2.00× [95% CI ")
     assert sum(n.endswith("(one seed)") for n in names) == 2  # the two single-seed curves, drawn dashed
     assert ax.get_legend().get_title().get_text() == ""
 

@@ -40,3 +40,19 @@ def test_objective_values_and_constraints_in_their_orders() -> None:
     assert scoring.constraint_dict(0.9, 3600) == {"accuracy_min": pytest.approx(-0.1), "cost_max": 1.0}
     assert Scoring(["accuracy", "train_seconds"]).cost(3600) is None
 
+
+
+@pytest.mark.parametrize("written, target", [("", "baseline"), ("target: baseline_best\n", "baseline_best"),
+                                             ("target: 0.95\n", 0.95)])
+def test_the_target_is_read_and_stays_out_of_the_hash(written: str, target: object) -> None:
+    space = loads_space(BASE + written)
+    assert space.target == target and space.hash == loads_space(BASE).hash  # what the report measures at
+
+
+@pytest.mark.parametrize("value", ["1.5", "0", "best", "true", "[0.9]"])
+def test_a_bad_target_is_one_line_naming_the_field(value: str) -> None:
+    from recipesearch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"target: allowed: baseline, baseline_best, or an accuracy between 0 and "
+                                          r"1 \(got "):
+        loads_space(BASE + f"target: {value}\n")

@@ -1,0 +1,108 @@
+"""The target accuracy a search's headline is measured at, and what reaching it faster is worth.
+
+A user trains for an accuracy, usually the one their recipe gets today; a speedup at some lower accuracy (where a
+fast recipe's short runs happen to sit) is not a speedup of their training. So the headline is the time to reach
+the *target*, curve against curve (``analysis.recipe_curves``), confirmed or not at that accuracy. The space's
+``target`` is one of:
+
+- ``baseline`` (the default): the baseline's seed-mean accuracy on the selection split at budget 1, what the base
+  recipe gets today (the budget nearest 1 on a log scale when 1 is not one of the space's budgets);
+- ``baseline_best``: the baseline's best seed-mean accuracy at any budget;
+- a number in (0, 1): that accuracy.
+
+``payback`` turns the headline into money: what the search cost (its training seconds, and how many trainings
+of the baseline at budget 1 that is), what the headline recipe saves on each training to the target, and after
+how many such trainings the search has paid for itself.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from recipesearch.trials_columns import TIME
+
+BASELINE = "baseline"
+BASELINE_BEST = "baseline_best"
+TARGET_WORDS = (BASELINE, BASELINE_BEST)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The accuracy the headline is measured at, and where it comes from (for every line that shows it)."""
+
+    accuracy: float  # NaN while it cannot be known (no baseline run at the reference budget yet)
+    source: str  # "the baseline at budget 1", "the baseline's best (budget 2)", "a target of 0.95"
+    spec: str | float = BASELINE
+
+
+def reference_budget(budgets: np.ndarray | list[float]) -> float:
+    """Budget 1, or the budget nearest 1 on a log scale (the smaller on a tie); NaN for none."""
+    values = sorted(float(b) for b in budgets if float(b) > 0)
+    return min(values, key=lambda b: (abs(math.log(b)), b)) if values else float("nan")
+
+
+def resolve_target(spec: str | float, baseline_points: pd.DataFrame, metric: str) -> Target:
+    """The target of ``spec`` given the baseline's points (one row per budget: ``budget`` and the seed-mean
+    ``metric``)."""
+    if not isinstance(spec, str):
+        return Target(float(spec), f"a target of {float(spec):.4f}", float(spec))
+    if baseline_points.empty:
+        return Target(float("nan"), "the baseline (not trained yet)", spec)
+    if spec == BASELINE_BEST:
+        best = baseline_points.sort_values([metric, "budget"], ascending=[False, True]).iloc[0]
+        return Target(float(best[metric]), f"the baseline's best (budget {float(best['budget']):g})", spec)
+    budget = reference_budget(baseline_points["budget"].to_numpy(dtype=float))
+    row = baseline_points[np.isclose(baseline_points["budget"].astype(float), budget)].iloc[0]
+    nearest = "" if math.isclose(budget, 1.0) else " (nearest 1)"
+    return Target(float(row[metric]), f"the baseline at budget {budget:g}{nearest}", spec)
+
+
+@dataclass(frozen=True)
+class Payback:
+    """What a search cost, and when its headline recipe pays it back (NaN where it cannot be said)."""
+
+    search_seconds: float  # training seconds of every run of the search, every stage, failed and stopped included
+    unit_seconds: float  # one training of the baseline at the reference budget (its seed mean)
+    saved_seconds: float  # per training to the target: the baseline's time minus the recipe's (NaN: no headline)
+
+    @property
+    def search_trainings(self) -> float:
+        """The search's cost in trainings of the baseline at budget 1."""
+        return self.search_seconds / self.unit_seconds if self.unit_seconds > 0 else float("nan")
+
+    @property
+    def break_even(self) -> float:
+        """Trainings to the target after which the recipe has saved what the search cost (inf: it never does)."""
+        if not math.isfinite(self.saved_seconds):
+            return float("nan")
+        return math.ceil(self.search_seconds / self.saved_seconds) if self.saved_seconds > 0 else float("inf")
+
+    def text(self) -> str:
+        """'the search cost 12.3 trainings of the baseline (0.02 h of training); its recipe saves 2.10 s a training
+        to the target: it pays for itself after 14 trainings'."""
+        if not (self.search_seconds > 0 and math.isfinite(self.search_trainings)):
+            return ""
+        cost = (f"the search cost {self.search_trainings:.1f} trainings of the baseline "
+                f"({self.search_seconds / 3600:.2f} h of training)")
+        if math.isnan(self.break_even):
+            return f"{cost}; no confirmed recipe to pay it back"
+        if math.isinf(self.break_even):
+            return f"{cost}; its recipe saves nothing per training, so it never pays for itself"
+        return (f"{cost}; its recipe saves {self.saved_seconds:.2f} s a training to the target: it pays for itself "
+                f"after {self.break_even:.0f} trainings")
+
+    def to_dict(self) -> dict[str, float | None]:
+        def num(x: float) -> float | None:
+            return round(float(x), 4) if math.isfinite(x) else None
+
+        return {"search_seconds": num(self.search_seconds), "search_trainings": num(self.search_trainings),
+                "saved_seconds_per_training": num(self.saved_seconds), "break_even_trainings": num(self.break_even)}
+
+
+def payback(trials: pd.DataFrame, unit_seconds: float, saved_seconds: float) -> Payback:
+    """``Payback`` of the runs in ``trials`` (every row's ``train_seconds`` that is a number)."""
+    seconds = pd.to_numeric(trials[TIME], errors="coerce") if TIME in trials else pd.Series(dtype=float)
+    return Payback(float(seconds[np.isfinite(seconds)].sum()), float(unit_seconds), float(saved_seconds))
