@@ -26,9 +26,12 @@ def run(args: argparse.Namespace) -> int:
         test = info.recipe_test_accuracy(h.number) if h.confirmed and on_val else float("nan")
         print(h.verdict + (f"; test acc {test:.2%} at its best budget (held out)" if test == test else ""))
     if h.front_number is not None:
-        print(f"largest speedup at matched accuracy on the frontier: {h.front_speedup:.2f}x at {acc} "
+        print(f"elsewhere on the frontier, at its own accuracy: {h.front_speedup:.2f}x at {acc} "
               f"{h.front_accuracy:.2%} in {h.front_seconds:.3g} s, trial {h.front_number} "
               f"({h.front_algorithms or 'no algorithms'})" + (_held_out(info, h.front_number) if on_val else ""))
+    payback = info.frontier.payback.text() if info.frontier.payback is not None and len(info.completed) else ""
+    if payback:
+        print(payback)
     for warning in info.warnings:
         print(f"note: {warning}")
     print(f"wrote {index}")

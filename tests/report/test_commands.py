@@ -30,7 +30,8 @@ def test_report_rebuilds_everything(built_run, capsys):
     verdict = next(line for line in out.splitlines() if line.startswith("confirmed: "))
     assert verdict.startswith("confirmed: trial 4 (label_smoothing) is 2.00x faster [95% CI ")
     assert "than the baseline to the target test acc 0.9500" in verdict
-    assert "largest speedup at matched accuracy on the frontier: 2.00x at test acc 95.00%" in out
+    assert "elsewhere on the frontier, at its own accuracy: 2.00x at test acc 95.00%" in out
+    assert "the search cost " in out and "it pays for itself after " in out
     assert (built_run / "index.html").is_file() and (built_run / "pareto.csv").is_file()
 
 
@@ -45,7 +46,7 @@ def test_report_prints_the_verdict_on_val_with_test_held_out(tmp_path, capsys):
     out = capsys.readouterr().out
     # the confirmed curve on val, then the held-out test mean of the recipe at its best budget (2: 0.97 - 0.01)
     assert "target val acc 0.9500" in out and "; test acc 96.00% at its best budget (held out)" in out
-    assert "on the frontier: 2.00x at val acc 95.00% in 4 s, trial 4 (label_smoothing), test acc 94.00% (held out)" \
+    assert "at its own accuracy: 2.00x at val acc 95.00% in 4 s, trial 4 (label_smoothing), test acc 94.00% (held out)" \
         in out
     single = write_run_dir(tmp_path / "single", trials_frame(SEARCH_ROWS), meta=meta)
     assert main(["report", str(single)]) == 0
