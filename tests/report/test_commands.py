@@ -46,8 +46,8 @@ def test_report_prints_the_verdict_on_val_with_test_held_out(tmp_path, capsys):
     out = capsys.readouterr().out
     # the confirmed curve on val, then the held-out test mean of the recipe at its best budget (2: 0.97 - 0.01)
     assert "target val acc 0.9500" in out and "; test acc 96.00% at its best budget (held out)" in out
-    assert "at its own accuracy: 2.00x at val acc 95.00% in 4 s, trial 4 (label_smoothing), test acc 94.00% (held out)" \
-        in out
+    assert ("at its own accuracy: 2.00x at val acc 95.00% in 4 s, trial 4 (label_smoothing), test acc 94.00% "
+            "(held out)") in out
     single = write_run_dir(tmp_path / "single", trials_frame(SEARCH_ROWS), meta=meta)
     assert main(["report", str(single)]) == 0
     out = capsys.readouterr().out
