@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     payback = info.frontier.payback.text() if info.frontier.payback is not None and len(info.completed) else ""
     if payback:
         print(payback)
+        print(info.frontier.payback.stages_text())
     for warning in info.warnings:
         print(f"note: {warning}")
     print(f"wrote {index}")

@@ -22,6 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ray: trials on Ray Tune (default); inprocess: no Ray, one trial after another in this process")
     p.add_argument("--trials", type=int, metavar="N", help="total trials, baselines included (overrides the space)")
     p.add_argument("--concurrency", type=int, metavar="N", help="trials at a time (overrides the space)")
+    p.add_argument("--search-budget", type=positive_number, metavar="N",
+                   help="every stage within N trainings of the baseline at budget 1: proposals stop where the rest "
+                        "is the confirmation's (overrides the space's search_budget)")
+    p.add_argument("--time-budget", metavar="DURATION",
+                   help="every stage within this wall-clock time (2h, 90m, 1h30m), instead of --search-budget")
     p.add_argument("--cpus-per-trial", type=positive_number, metavar="X",
                    help="Ray CPUs each trial takes (overrides resources.cpus; threads stay threads_per_trial)")
     p.add_argument("--gpus-per-trial", type=gpus_value, metavar="X",
@@ -106,6 +111,6 @@ def run(args: argparse.Namespace) -> int:
            cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
            executor=args.executor, scheduler=args.scheduler, report=args.report, report_every=args.report_every,
            checkpoint_minutes=args.checkpoint_minutes, simplify=args.simplify, plugins=args.plugins,
-           strict_timing=args.strict_timing,
+           strict_timing=args.strict_timing, search_budget=args.search_budget, time_budget=args.time_budget,
            command=["recipesearch", *sys.argv[1:]])
     return 0

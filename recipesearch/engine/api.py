@@ -78,6 +78,8 @@ def search(
     simplify: bool = False,
     plugins: list[Any] | tuple[Any, ...] = (),
     strict_timing: bool = False,
+    search_budget: float | None = None,
+    time_budget: str | float | None = None,
 ) -> SearchResult:
     """Run (or with ``resume=True`` continue) a recipe search; return its ``SearchResult``.
 
@@ -87,7 +89,9 @@ def search(
     ``concurrency``, ``cpus_per_trial`` and ``gpus_per_trial`` (a number or "auto") override the space's
     values; ``scheduler`` the space's ``scheduler.name``; ``checkpoint_minutes`` the space's (0: no checkpoints);
     ``simplify`` turns the simplify stage on (engine/simplify.py); ``strict_timing`` runs a trial timed on a busy
-    machine again (engine/strict_timing.py).
+    machine again (engine/strict_timing.py). ``search_budget``: every stage within that many trainings of the
+    baseline at budget 1 (overrides the space's); ``time_budget``: within that wall-clock time ("2h", "90m", or
+    seconds) instead (engine/search_budget.py).
     ``plugins``: modules (names or module objects) of the user's own code to import here and in every trial
     first, so their ``register_model`` / ``register_dataset`` / ``register_algorithm`` calls run everywhere;
     entries registered in the calling process (a script's ``__main__`` too) reach the trials without it.
@@ -124,6 +128,7 @@ def search(
                             gpus_per_trial=gpus_per_trial, executor=executor,  # type: ignore[arg-type]
                             scheduler=scheduler, checkpoint_minutes=checkpoint_minutes, simplify=simplify,
                             report=report, report_every=report_every, strict_timing=strict_timing,
+                            search_budget=search_budget, time_budget=time_budget,
                             command=command or _api_command(loaded, out))
     df = SearchDriver(loaded, options).run()
     return SearchResult(df, RunDir(out), loaded)

@@ -65,6 +65,7 @@ class ConfirmPlan:
     runs: tuple[ConfirmRun, ...] = field(default_factory=tuple)  # in the order they are queued (interleaved)
     search_seconds: float = 0.0  # train_seconds of the earlier stages' finished trials
     estimated_seconds: float = 0.0  # of ``runs``
+    allowed_seconds: float = 0.0  # what the plan could spend: max_share of the compute, or a search budget's rest
 
     @property
     def estimated_share(self) -> float:
@@ -74,7 +75,8 @@ class ConfirmPlan:
     def describe(self) -> str:
         if not self.candidates:
             return "confirmation: no proposal to confirm" + (
-                f" ({len(self.skipped)} non-dominated, none within the compute share)" if self.skipped else "")
+                f" ({len(self.skipped)} non-dominated, none within the compute share or search budget left: "
+                f"{self.allowed_seconds:.1f} s)" if self.skipped else "")
         paired = sum(r.is_baseline for r in self.runs)
         return (f"confirmation: {len(self.candidates)} recipe(s) (trials {', '.join(map(str, self.candidates))}) "
                 f"x every budget x seeds, and the baseline beside them ({paired} runs) = {len(self.runs)} runs, "
@@ -122,13 +124,15 @@ def _estimate(own_seconds: float, own_budget: float, budget: float, scale: dict[
     return REGRESSION_MARGIN * own_seconds * budget / own_budget
 
 
-def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan:
-    """Which proposals to confirm and the runs that takes (module docstring)."""
+def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed: float | None = None) -> ConfirmPlan:
+    """Which proposals to confirm and the runs that takes (module docstring); ``allowed``: the training seconds a
+    search budget leaves it (engine/search_budget.py), in place of ``max_share`` of the compute."""
     spec = space.confirm
     if not spec.enabled:
         return ConfirmPlan()
     found = _candidates(trials, space)
-    allowed = found.search_seconds * spec.max_share / (1.0 - spec.max_share)
+    if allowed is None:
+        allowed = found.search_seconds * spec.max_share / (1.0 - spec.max_share)
     present = st.present_runs(trials, EARLIER_STAGES)  # not the confirmation's own: the plan must not move
     seen: set[str] = set()
     chosen: list[int] = []
@@ -158,9 +162,9 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace) -> Conf
         runs += mine
         spent += cost
     if not chosen:
-        return ConfirmPlan((), tuple(skipped), (), found.search_seconds, 0.0)
+        return ConfirmPlan((), tuple(skipped), (), found.search_seconds, 0.0, allowed)
     ordered = interleave([*paired, *runs], space.budgets)
-    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(ordered), found.search_seconds, spent)
+    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(ordered), found.search_seconds, spent, allowed)
 
 
 def _paired_baseline(found: _Candidates, space: SearchSpace) -> list[ConfirmRun]:

@@ -40,6 +40,7 @@ from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_pla
 from recipesearch.engine.failures import failing_alike, stop_message
 from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
+from recipesearch.engine.search_budget import SearchBudget
 from recipesearch.engine.trial_attrs import asked_attrs, outcome
 from recipesearch.errors import UserError
 
@@ -80,6 +81,8 @@ class SearchLoop:
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
         self.strict_timing = False  # --strict-timing: a trial timed on a busy machine runs again
         self.plugins: dict[str, Any] | None = None  # user code every trial installs first (engine/shipping.py)
+        self.budget: SearchBudget | None = None  # --search-budget / --time-budget (engine/search_budget.py)
+        self._budget_said = False
 
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
@@ -137,13 +140,27 @@ class SearchLoop:
         """Every trial of the earlier stages finished: the budget met (or the sweep out of moves)."""
         if self._search_in_flight():
             return False
-        return st.count_finished(trials, EARLIER_STAGES) >= self.n_trials or self._search_exhausted(trials)
+        return (st.count_finished(trials, EARLIER_STAGES) >= self.n_trials or self._search_exhausted(trials)
+                or self._budget_spent(trials))
+
+    def _budget_spent(self, trials: list[FrozenTrial]) -> bool:
+        """The search budget leaves no room for another proposal (what is queued still runs: the baseline first)."""
+        if self.budget is None or st.count_in_state(trials, TrialState.WAITING) or not self._baselines_queued:
+            return False
+        if not self.budget.proposals_closed(trials):
+            return False
+        if not self._budget_said:
+            self._budget_said = True
+            self.on_message(f"{self.budget.describe()}: no more proposals after "
+                            f"{st.count_finished(trials, EARLIER_STAGES)} trials; the rest is the confirmation's")
+        return True
 
     def _plan_confirmation(self, trials: list[FrozenTrial]) -> None:
         """Plan (once per session) and queue the confirmation runs; a resume plans the same ones."""
         if self.plan is not None or not self._search_done(trials):
             return
-        self.plan = plan_confirmation(trials, self.space)
+        allowed = self.budget.confirm_allowance(trials) if self.budget is not None else None
+        self.plan = plan_confirmation(trials, self.space, allowed)
         enqueue_plan(self.study, self.plan)
         if self.space.confirm.enabled:
             self.on_message(self.plan.describe())
@@ -212,7 +229,8 @@ class SearchLoop:
                 return self._ask()  # the baseline runs first
             if not self._baselines_queued:  # the LR sweep is still choosing: its runs, or wait for them
                 return self._ask() if waiting else (WAIT if self.in_flight else DONE)
-        if st.count_finished(trials, EARLIER_STAGES) + self._search_in_flight() < self.n_trials:
+        if st.count_finished(trials, EARLIER_STAGES) + self._search_in_flight() < self.n_trials \
+                and not self._budget_spent(trials):
             if self.sweep is not None and not waiting:
                 queued = self._queue_sweep_moves(trials)
                 if queued is not None:

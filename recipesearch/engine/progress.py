@@ -355,8 +355,9 @@ def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> No
         what = "seed means" if f.confirmed_front else "single runs: nothing confirmed yet"
         console.print(render_front(front, space, f"Pareto front ({len(front)} points, {what})"))
     # the claim at the target first; a larger speedup at another accuracy only after it, labelled so
+    paid = f.payback is not None and _headline_text(f)
     for line in (_headline_text(f), front_headline(front, held_out=_selects_on_val(f)),
-                 f.payback.text() if f.payback is not None and _headline_text(f) else ""):
+                 f.payback.text() if paid else "", f.payback.stages_text() if paid else ""):
         if line:
             console.print(line)
     if not _selects_on_val(f):  # last, so it is what the user reads before the numbers are reused

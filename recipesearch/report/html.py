@@ -231,6 +231,7 @@ def render_html(info: ReportInfo, plots: dict[str, Plot]) -> str:
         h=info.headline,
         headline_title=headline_title(info.headline),
         payback=info.frontier.payback.text() if info.frontier.payback is not None else "",
+        payback_stages=info.frontier.payback.stages_text() if info.frontier.payback is not None else "",
         # held-out test accuracy of the confirmed recipe (its best budget on the metric), on a validation run
         headline_test=info.recipe_test_accuracy(info.headline.number)
         if info.headline.confirmed and info.selection.on_val else float("nan"),

@@ -34,9 +34,9 @@ class Resources:
 
 @dataclass(frozen=True)
 class Execution:
-    """The space's ``trials``, ``concurrency``, ``resources``, ``threads_per_trial``, ``max_failures`` and
-    ``checkpoint_minutes`` (schema.SpaceFile says what each means). The last two are operational: not in
-    the space hash, so a resumed search may change them (``SearchSpace.with_checkpoint_minutes``)."""
+    """The space's ``trials``, ``concurrency``, ``resources``, ``threads_per_trial``, ``max_failures``,
+    ``checkpoint_minutes`` and ``search_budget`` (schema.SpaceFile says what each means). The last three are
+    operational: not in the space hash, so a resumed search may change them."""
 
     trials: int  # LR sweep, baseline runs and proposals; confirmation runs come on top
     concurrency: int
@@ -44,6 +44,7 @@ class Execution:
     threads_per_trial: int
     max_failures: int = 2  # retries of a lost worker's trial
     checkpoint_minutes: float | None = None  # between a running trial's checkpoints; None: none
+    search_budget: float | None = None  # every stage within this many trainings of the baseline (search_budget.py)
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def space_from_dict(
                             resources=Resources(cpus=file.resources.cpus, gpus=file.resources.worker_gpus,
                                                 workers=file.resources.workers),
                             threads_per_trial=file.threads, max_failures=file.max_failures,
-                            checkpoint_minutes=file.checkpoint_minutes or None),
+                            checkpoint_minutes=file.checkpoint_minutes or None, search_budget=file.search_budget),
         scheduler=SchedulerSpec(name=file.scheduler.name, reduction_factor=file.scheduler.reduction_factor,
                                 min_fraction=file.scheduler.min_fraction),
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),

@@ -320,6 +320,8 @@ class SpaceFile(Section):
     # digits or Fashion-MNIST trial) never pays for one; a long one loses at most 10 minutes. Operational.
     checkpoint_minutes: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = 10.0
     scheduler: Annotated[SchedulerEntry, BeforeValidator(_empty_section)] = SchedulerEntry()
+    # Every stage within this many trainings of the baseline at budget 1 (engine/search_budget.py). Operational.
+    search_budget: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     seed: int = 0
     baseline: Annotated[BaselineEntry, BeforeValidator(_empty_section)] = BaselineEntry()
     confirm: Annotated[ConfirmEntry, BeforeValidator(_empty_section)] = ConfirmEntry()

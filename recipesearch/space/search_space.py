@@ -167,6 +167,10 @@ class SearchSpace:
         return self.execution.max_failures
 
     @property
+    def search_budget(self) -> float | None:
+        return self.execution.search_budget
+
+    @property
     def checkpoint_minutes(self) -> float | None:
         return self.execution.checkpoint_minutes
 

@@ -42,7 +42,17 @@ def test_payback_counts_every_run_and_rounds_the_break_even_up():
     assert p.text() == ("the search cost 2.9 trainings of the baseline (0.00 h of training); its recipe saves 2.00 s "
                         "a training to the target: it pays for itself after 6 trainings")
     assert p.to_dict() == {"search_seconds": 11.5, "search_trainings": 2.875, "saved_seconds_per_training": 2.0,
-                           "break_even_trainings": 6.0}
+                           "break_even_trainings": 6.0, "unit_seconds": 4.0, "by_stage": {}}
+
+
+def test_payback_by_stage_in_the_order_the_stages_run():
+    runs = pd.DataFrame({"train_seconds": [4.0, 4.0, 2.0, 1.0, 8.0, float("nan")],
+                         "stage": ["baseline", "baseline", "search", "tune", "confirm", "search"]})
+    p = payback(runs, unit_seconds=4.0, saved_seconds=float("nan"))
+    assert p.by_stage == (("tune", 1.0), ("baseline", 8.0), ("search", 2.0), ("confirm", 8.0))
+    assert p.stages_text() == ("by stage, in trainings of the baseline (hours of training): LR sweep 0.2 (0.00 h), "
+                               "baseline 2.0 (0.00 h), proposals 0.5 (0.00 h), confirmation 2.0 (0.00 h)")
+    assert p.to_dict()["by_stage"]["confirm"] == {"seconds": 8.0, "trainings": 2.0}
 
 
 def test_payback_without_a_confirmed_recipe_or_a_saving():
