@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search-budget", type=positive_number, metavar="N",
                    help="every stage within N trainings of the baseline at budget 1: proposals stop where the rest "
                         "is the confirmation's (overrides the space's search_budget)")
+    p.add_argument("--warm-start", action="append", default=[], metavar="RUN_DIR",
+                   help="an earlier search (a proxy of this one: data.subset, smaller images, fewer epochs) whose "
+                        "confirmed and front recipes this search proposes first; repeat for more")
     p.add_argument("--time-budget", metavar="DURATION",
                    help="every stage within this wall-clock time (2h, 90m, 1h30m), instead of --search-budget")
     p.add_argument("--cpus-per-trial", type=positive_number, metavar="X",
@@ -112,5 +115,6 @@ def run(args: argparse.Namespace) -> int:
            executor=args.executor, scheduler=args.scheduler, report=args.report, report_every=args.report_every,
            checkpoint_minutes=args.checkpoint_minutes, simplify=args.simplify, plugins=args.plugins,
            strict_timing=args.strict_timing, search_budget=args.search_budget, time_budget=args.time_budget,
+           warm_start=args.warm_start,
            command=["recipesearch", *sys.argv[1:]])
     return 0

@@ -80,6 +80,7 @@ def search(
     strict_timing: bool = False,
     search_budget: float | None = None,
     time_budget: str | float | None = None,
+    warm_start: list[str | Path] | tuple[str | Path, ...] = (),
 ) -> SearchResult:
     """Run (or with ``resume=True`` continue) a recipe search; return its ``SearchResult``.
 
@@ -91,7 +92,8 @@ def search(
     ``simplify`` turns the simplify stage on (engine/simplify.py); ``strict_timing`` runs a trial timed on a busy
     machine again (engine/strict_timing.py). ``search_budget``: every stage within that many trainings of the
     baseline at budget 1 (overrides the space's); ``time_budget``: within that wall-clock time ("2h", "90m", or
-    seconds) instead (engine/search_budget.py).
+    seconds) instead (engine/search_budget.py). ``warm_start``: earlier run directories whose best recipes this
+    search proposes first (engine/warm_start.py), on top of the space's ``warm_start``.
     ``plugins``: modules (names or module objects) of the user's own code to import here and in every trial
     first, so their ``register_model`` / ``register_dataset`` / ``register_algorithm`` calls run everywhere;
     entries registered in the calling process (a script's ``__main__`` too) reach the trials without it.
@@ -129,6 +131,7 @@ def search(
                             scheduler=scheduler, checkpoint_minutes=checkpoint_minutes, simplify=simplify,
                             report=report, report_every=report_every, strict_timing=strict_timing,
                             search_budget=search_budget, time_budget=time_budget,
+                            warm_start=[str(d) for d in warm_start],
                             command=command or _api_command(loaded, out))
     df = SearchDriver(loaded, options).run()
     return SearchResult(df, RunDir(out), loaded)

@@ -181,6 +181,53 @@ def _paired_baseline(found: _Candidates, space: SearchSpace) -> list[ConfirmRun]
     return out
 
 
+@dataclass(frozen=True)
+class SecondLook:
+    """``confirm.sequential``: each candidate's first-look decision (analysis/sequential.py) and the runs that
+    give the undecided ones one more seed at every budget (the baseline keeps its seeds: the first look's curve)."""
+
+    decisions: dict[int, str] = field(default_factory=dict)  # candidate trial number -> confirmed/futile/open
+    runs: tuple[ConfirmRun, ...] = ()
+
+    @property
+    def estimated_seconds(self) -> float:
+        return float(sum(r.estimated_seconds for r in self.runs))
+
+    def describe(self) -> str:
+        said = ", ".join(f"trial {n} {d}" for n, d in self.decisions.items())
+        if not self.runs:
+            return f"confirmation, first look: {said}; no second look needed"
+        return f"confirmation, first look: {said}; a second look: one more seed ({len(self.runs)} runs)"
+
+
+def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> SecondLook:
+    """The first look at the confirmed candidates, on their first ``confirm.seeds`` seeds (those of the plan, so a
+    resumed search decides the same), and the runs of the second (module docstring of analysis/sequential.py)."""
+    from recipesearch.analysis.frontier import frontier
+    from recipesearch.analysis.sequential import OPEN, look
+
+    if not (space.confirm.sequential and plan.candidates):
+        return SecondLook()
+    fr = frontier(trials_frame(list(trials), space), space)
+    seeds = space.confirm.seeds
+    first = fr.completed_trials[fr.completed_trials["seed"].astype(float) < space.seed + seeds]
+    keys = dict(zip(fr.trials["number"], fr.trials["recipe_key"], strict=True))
+    by_number = {t.number: t for t in trials}
+    decisions, runs = {}, []
+    found = _candidates(trials, space)
+    for number in plan.candidates:
+        decisions[number] = look(first[first["recipe_key"] == keys.get(number)], fr.baseline, fr.target.accuracy,
+                                 fr.metric)
+        if decisions[number] != OPEN:
+            continue
+        params = st.trial_params(by_number[number])
+        own = float(by_number[number].user_attrs.get("train_seconds") or 0.0)
+        runs += [ConfirmRun({**params, "budget": float(b)}, seeds, number,
+                            _estimate(own, float(params["budget"]), float(b), found.time_scale))
+                 for b in space.budgets]
+    return SecondLook(decisions, tuple(interleave(runs, space.budgets)))
+
+
 def interleave(runs: Sequence[ConfirmRun], budgets: Sequence[float]) -> list[ConfirmRun]:
     """Seed by seed, budget by budget, the arms of each (seed, budget) in an order rotated from one to the next
     (the paired baseline among them): runs queued next to each other run side by side or one after the other,
@@ -197,7 +244,7 @@ def interleave(runs: Sequence[ConfirmRun], budgets: Sequence[float]) -> list[Con
     return out
 
 
-def enqueue_plan(study: optuna.Study, plan: ConfirmPlan) -> int:
+def enqueue_plan(study: optuna.Study, plan: ConfirmPlan | SecondLook) -> int:
     """Queue the plan's runs not yet queued, in the plan's (interleaved) order (resume-safe); returns how many
     were added. A paired baseline run is told apart from the candidates' by ``is_baseline``."""
     present = st.present_runs(study.get_trials(deepcopy=False), [st.CONFIRM])

@@ -30,6 +30,7 @@ from recipesearch.engine.search_budget import SearchBudget, check_trainings, par
 from recipesearch.engine.search_options import SearchOptions, checked_options
 from recipesearch.engine.storage import lock_study, make_storage, open_study
 from recipesearch.engine.trial_rows import trial_row, trials_frame
+from recipesearch.engine.warm_start import WarmStart, warm_start
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, RunLog
 from recipesearch.runlock import FileLock, lock_run_dir
@@ -61,6 +62,7 @@ class SearchDriver:
         self.space, self.opts = space, options
         self.n_trials = self._trial_budget(space, options)
         self.budget = self._search_budget(space, options)
+        self.warm: WarmStart | None = None  # --warm-start / warm_start: read in run(), before anything is written
         self.concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
         self.space, self.resources = space, resources = checked_options(space, options)
         self.trial_resources: TrialResources | None = None  # resolved once Ray is up
@@ -139,6 +141,8 @@ class SearchDriver:
             # The user's own code: checked here (exit 2 before anything trains), then shipped to every trial
             self.shipment = user_code.preflight(space)
             check_methods_fit(space)  # no proposal may fail for a reason knowable now (engine/method_fit.py)
+            dirs = [*space.warm_start, *opts.warm_start]
+            self.warm = warm_start(dirs, space) if dirs and not opts.resume else None
             if opts.executor == "ray":
                 from recipesearch.engine.ray_tune import RayHandle
 
@@ -167,6 +171,8 @@ class SearchDriver:
             self.loop = self._make_loop(storage, resuming)
             self.loop.plugins = self.shipment.payload()
             self.loop.budget = self.budget
+            if self.warm is not None:
+                self.loop.warm = tuple(r.params for r in self.warm.recipes)
             self.loop.strict_timing = opts.strict_timing
             recovered, baselines = self.loop.prepare(resuming)
             changed = user_code.changed_since(run.read_meta()) if resuming else None
@@ -174,6 +180,11 @@ class SearchDriver:
             address = self.ray.address if self.ray is not None else None
             self.log.start(command=opts.command, space=space, storage=url, ray_address=address,
                            n_trials=self.n_trials, run_dir=run.root, executor=opts.executor)
+            if self.warm is not None:
+                self.log.update(warm_start={"runs": [str(d) for d in dirs], "recipes": self.warm.to_dict(),
+                                            "notes": list(self.warm.notes)})
+                for note in self.warm.notes:
+                    self.ui.message(f"note: {note}")
             self.log.update(cluster=cluster, concurrency=self.concurrency, scheduler=asdict(space.scheduler),
                             simplify_stage=asdict(space.simplify), checkpoint_minutes=space.checkpoint_minutes,
                             trial_resources=self.trial_resources.as_dict() if self.trial_resources else None,
@@ -282,6 +293,9 @@ class SearchDriver:
             "skipped": list(plan.skipped), "runs": len(plan.runs), "estimated_share": round(plan.estimated_share, 4),
             "estimated_seconds": round(plan.estimated_seconds, 4), "allowed_seconds": round(plan.allowed_seconds, 4),
             "budget": self.budget.describe() if self.budget is not None else None,
+            "first_look": ({str(n): d for n, d in self.loop.second_look.decisions.items()}
+                           if self.loop.second_look is not None else None),
+            "second_look_runs": len(self.loop.second_look.runs) if self.loop.second_look is not None else 0,
             "share_of_train_seconds": round(confirm / total, 4) if total > 0 else 0.0,
             "max_share": self.space.confirm.max_share,
         })

@@ -36,7 +36,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.engine import queueing, repeats, scheduler, simplify, strict_timing
 from recipesearch.engine import study as st
-from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, enqueue_plan, plan_confirmation
+from recipesearch.engine.confirm import (
+    EARLIER_STAGES,
+    ConfirmPlan,
+    SecondLook,
+    enqueue_plan,
+    plan_confirmation,
+    plan_second_look,
+)
 from recipesearch.engine.failures import failing_alike, stop_message
 from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
@@ -77,12 +84,14 @@ class SearchLoop:
         self.stop_reason = ""
         self._baselines_queued = False
         self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
+        self.second_look: SecondLook | None = None  # confirm.sequential: its first look's decisions, once taken
         self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
         self.strict_timing = False  # --strict-timing: a trial timed on a busy machine runs again
         self.plugins: dict[str, Any] | None = None  # user code every trial installs first (engine/shipping.py)
         self.budget: SearchBudget | None = None  # --search-budget / --time-budget (engine/search_budget.py)
         self._budget_said = False
+        self.warm: tuple[dict[str, Any], ...] = ()  # earlier searches' recipes, proposed first (engine/warm_start.py)
 
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
@@ -98,9 +107,18 @@ class SearchLoop:
             return 0
         self._baselines_queued = True
         added = queueing.ensure_baselines(self.study, self.space, lr)
+        self._queue_warm()
         if lr is not None and added:
             self.on_message(f"LR sweep: the baseline runs at optimizer.lr x{lr:g}")
         return added
+
+    def _queue_warm(self) -> None:
+        """The warm start's recipes, right after the baseline, at most half of the proposals (resume-safe)."""
+        room = max(0, (self.n_trials - self.space.baseline_runs) // 2)
+        runs = [(params, 0) for params in self.warm[:room]]
+        added = queueing.enqueue_missing(self.study, runs, EARLIER_STAGES, stage=st.SEARCH, warm_start=True)
+        if added:
+            self.on_message(f"warm start: {added} recipe(s) of earlier searches proposed first")
 
     def trials(self) -> list[FrozenTrial]:
         return self.study.get_trials(deepcopy=False)
@@ -165,12 +183,30 @@ class SearchLoop:
         if self.space.confirm.enabled:
             self.on_message(self.plan.describe())
 
+    def _second_look(self, trials: list[FrozenTrial]) -> bool:
+        """``confirm.sequential``, once the confirmation's first seeds finished: one more seed for the candidates
+        still undecided (engine/confirm.py ``plan_second_look``); True while its runs are queued."""
+        if self.plan is None or not self.space.confirm.sequential or self.second_look is not None:
+            return False
+        self.second_look = look = plan_second_look(trials, self.space, self.plan)
+        allowed = self.budget.confirm_allowance(trials) if self.budget is not None else None
+        if look.runs and allowed is not None and look.estimated_seconds > allowed:
+            self.second_look = SecondLook(look.decisions)  # the budget has no room for it: decided as it stands
+            self.on_message(f"{look.describe()}, skipped: the search budget has {allowed:.1f} s of training left, "
+                            f"it needs ~{look.estimated_seconds:.1f} s")
+            return False
+        added = enqueue_plan(self.study, look)
+        self.on_message(look.describe())
+        return added > 0
+
     def _plan_post(self, trials: list[FrozenTrial]) -> None:
-        """The stages after the search: the confirmation, then (once it finished) each step of the simplify
-        stage. A step is planned again only when a post-search trial finished or was queued since."""
+        """The stages after the search: the confirmation (and its second look), then (once it finished) each step
+        of the simplify stage. A step is planned again only when a post-search trial finished or was queued since."""
         self._plan_confirmation(trials)
         trials = self.trials()  # with the confirmation runs just queued
-        if self.plan is None or not self.space.simplify.enabled or st.count_unfinished(trials, (st.CONFIRM,)):
+        if self.plan is None or st.count_unfinished(trials, (st.CONFIRM,)) or self._second_look(trials):
+            return
+        if not self.space.simplify.enabled:
             return
         post = [t for t in trials if st.stage_of(t) in POST_STAGES]
         seen = (sum(map(st.is_finished, post)), len(post))

@@ -30,6 +30,7 @@ class SearchOptions:
     trials: int | None = None  # overrides space.trials
     search_budget: float | None = None  # overrides space.search_budget: trainings of the baseline at budget 1
     time_budget: str | float | None = None  # wall-clock cap: "2h", "90m" (or seconds); instead of search_budget
+    warm_start: list[str] = field(default_factory=list)  # earlier run directories, on top of the space's
     concurrency: int | None = None  # overrides space.concurrency
     cpus_per_trial: float | None = None  # overrides space.resources.cpus
     gpus_per_trial: float | str | None = None  # overrides space.resources.gpus (a number or "auto")

@@ -20,13 +20,31 @@ def report_notes(selection: Selection, trials: pd.DataFrame, run_meta: dict[str,
     well, so the CLI prints it with the others), what report/reconcile.py did, the scheduler's and repeats'
     savings, then ``warnings`` (the frontier's, the recipe files'), then the simplify stage's verdicts."""
     notes = [selection.text, *(str(note) for note in run_meta.get("report_notes") or ())]
-    notes += [note for note in (pruning_note(trials), repeats_note(trials), busy_note(trials), paired_note(trials))
-              if note]
+    notes += [note for note in (pruning_note(trials), repeats_note(trials), busy_note(trials), paired_note(trials),
+                                warm_note(trials, run_meta, selection.metric)) if note]
     notes += warnings
     simplified = simplify_note(run_meta)
     if simplified:
         notes.append(simplified)
     return notes
+
+
+def warm_note(trials: pd.DataFrame, run_meta: dict[str, Any], metric: str) -> str | None:
+    """What the warm start proposed, and how well the earlier search ranked the recipes both trained."""
+    from recipesearch.engine.warm_start import proxy_ranking
+
+    warm = run_meta.get("warm_start")
+    if not isinstance(warm, dict) or not isinstance(warm.get("recipes"), list):
+        return None
+    recipes = [r for r in warm["recipes"] if isinstance(r, dict) and isinstance(r.get("params"), dict)]
+    text = (f"warm start: {len(recipes)} recipe(s) of {', '.join(map(str, warm.get('runs') or []))} proposed first "
+            f"({sum(bool(r.get('confirmed')) for r in recipes)} confirmed there)")
+    rank = proxy_ranking(recipes, trials, metric)
+    if rank is None:
+        return text + "; fewer than 3 trained here at the same budget: no ranking to compare"
+    return (text + f"; on the {rank['recipes']} both searches trained at the same budget, the earlier search's "
+            f"ranking against this one's: Spearman's rho {rank['rho_accuracy']:.2f} on accuracy, "
+            f"{rank['rho_seconds']:.2f} on training time")
 
 
 def pruning_note(trials: pd.DataFrame) -> str | None:

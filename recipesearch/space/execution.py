@@ -35,8 +35,8 @@ class Resources:
 @dataclass(frozen=True)
 class Execution:
     """The space's ``trials``, ``concurrency``, ``resources``, ``threads_per_trial``, ``max_failures``,
-    ``checkpoint_minutes`` and ``search_budget`` (schema.SpaceFile says what each means). The last three are
-    operational: not in the space hash, so a resumed search may change them."""
+    ``checkpoint_minutes``, ``search_budget`` and ``warm_start`` (schema.SpaceFile says what each means). The
+    last four are operational: not in the space hash, so a resumed search may change them."""
 
     trials: int  # LR sweep, baseline runs and proposals; confirmation runs come on top
     concurrency: int
@@ -45,6 +45,7 @@ class Execution:
     max_failures: int = 2  # retries of a lost worker's trial
     checkpoint_minutes: float | None = None  # between a running trial's checkpoints; None: none
     search_budget: float | None = None  # every stage within this many trainings of the baseline (search_budget.py)
+    warm_start: tuple[str, ...] = ()  # earlier run directories, relative to the space file's folder resolved
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,10 @@ class SearchSpace:
         return self.execution.search_budget
 
     @property
+    def warm_start(self) -> tuple[str, ...]:
+        return self.execution.warm_start
+
+    @property
     def checkpoint_minutes(self) -> float | None:
         return self.execution.checkpoint_minutes
 
@@ -377,6 +381,8 @@ class SearchSpace:
             "algorithms": [a.canonical() for a in self.algorithms.values()],
         }
         content["base"].pop("name", None)
+        if not self.confirm.sequential:  # the hash of a space from before the option stays what it was
+            content["confirm"].pop("sequential")
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
 
     def __repr__(self) -> str:

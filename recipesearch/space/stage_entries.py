@@ -33,13 +33,16 @@ class ConfirmEntry(Section):
     After the proposals, up to ``top_k`` non-dominated candidates (on the selection metric) are trained
     again with ``seeds`` seeds in all at every budget of the space, so each has a tradeoff curve with
     confidence intervals. Candidates are taken in order while the stage's estimated compute stays within
-    ``max_share`` of the whole search's (proposals, baselines and confirmation together).
+    ``max_share`` of the whole search's (proposals, baselines and confirmation together). ``sequential``: a
+    candidate whose interval still straddles 1 after ``seeds`` seeds gets one more at every budget
+    (analysis/sequential.py); one decided either way gets none.
     """
 
     enabled: bool = True
     top_k: int = Field(5, ge=1, le=100)
     seeds: int = Field(3, ge=2, le=50)
     max_share: float = Field(0.55, gt=0, le=0.9)
+    sequential: bool = False
 
     @classmethod
     def coerce(cls, data: Any) -> Any:

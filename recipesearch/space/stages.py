@@ -26,6 +26,7 @@ class ConfirmSpec:
     top_k: int = 5
     seeds: int = 3  # seeds in all per (recipe, budget), the proposal's own run included
     max_share: float = 0.55  # of the whole search's compute (the paired baseline included)
+    sequential: bool = False  # one more seed for a candidate still undecided after ``seeds`` (analysis/sequential)
 
 
 @dataclass(frozen=True)

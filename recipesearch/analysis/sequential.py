@@ -1,0 +1,45 @@
+"""Sequential confirmation: a claim gets one more seed only while its interval straddles the decision.
+
+The confirmation stage trains each candidate (and the paired baseline) with ``confirm.seeds`` seeds, then looks:
+a candidate whose curve speedup to the target is confirmed (the 95 % interval's lower bound above 1:
+``confirmed_faster``) or futile (its upper bound below 1, or no replicate measures a speedup) is settled; one still
+straddling gets one more seed at every budget, and the second look decides it (``confirm.sequential``). The
+baseline gets no extra seed: its curve, and the target measured on it, stay those of the first look, so a candidate
+settled there keeps the verdict the report computes.
+
+The false-confirmation rate survives the optional stopping by an alpha-spending bound: each look's rule is the
+fixed-sample one, whose lower bound wrongly clears 1 with probability at most 2.5 % (one tail of a 95 % interval),
+so over at most two looks a recipe no faster than the baseline is confirmed with probability at most 5 %
+(``MAX_LOOKS`` x 2.5 %, the union bound; the looks are correlated, so the true rate is lower). A third look would
+need a narrower per-look level, hence the limit. ``bench/sequential_confirmation.py`` measures the rate with null
+recipes: the baseline's own runs relabelled as a candidate.
+
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from recipesearch.analysis.curve_speedup import CurveSpeedup
+from recipesearch.analysis.points import N_BOOT
+from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
+
+CONFIRMED, FUTILE, OPEN = "confirmed", "futile", "open"
+MAX_LOOKS = 2  # x 2.5 % per look (the lower tail of a 95 % interval) = the 5 % false-confirmation budget
+
+
+def decide(result: CurveSpeedup) -> str:
+    """CONFIRMED, FUTILE or OPEN for one look's bootstrap result (module docstring)."""
+    if confirmed_faster(result):
+        return CONFIRMED
+    if result.n_boot and (result.n_finite == 0 or (np.isfinite(result.ci_high) and result.ci_high < 1.0)):
+        return FUTILE
+    return OPEN
+
+
+def look(recipe_runs: pd.DataFrame, base_runs: pd.DataFrame, target: float | None, metric: str,
+         confidence: float = 0.95) -> str:
+    """One look at a candidate: its curve against the baseline's to ``target``, decided as ``recipe_curves``
+    decides it (the same bootstrap, replicates and seed)."""
+    return decide(bootstrap_curve_speedup(recipe_runs, base_runs, target, n_boot=N_BOOT, confidence=confidence,
+                                          rng=0, acc_col=metric))

@@ -1,0 +1,35 @@
+"""bench/sequential_confirmation.py on a small made-up null table: a rule's decision per draw, the rates, the render."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bench import sequential_confirmation as sc
+
+
+def table(seeds: int = 10) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = [{"budget": b, "seed": s, "val_accuracy": 0.80 + 0.05 * np.log2(b * 4) + rng.normal(0, 0.004),
+             "accuracy": 0.0, "train_seconds": 4.0 * b * (1 + rng.normal(0, 0.02))}
+            for s in range(seeds) for b in sc.BUDGETS]
+    return pd.DataFrame(rows)
+
+
+def test_a_much_faster_candidate_is_confirmed_at_the_first_look_and_a_null_one_is_not():
+    t = table()
+    confirmed, seeds = sc.apply_rule(t, [0, 1, 2], [3, 4, 5, 6], 3, 4, factor=3.0)
+    assert confirmed and seeds == 3  # settled at the first look: no 4th seed
+    confirmed, seeds = sc.apply_rule(t, [0, 1, 2], [3, 4, 5, 6], 3, 3, factor=1.0)
+    assert not confirmed and seeds == 3
+
+
+def test_simulate_and_render():
+    result = {"table": "t.csv", "table_runs": 40, "table_seeds": 10,
+              "rows": sc.simulate(table(), draws=4)}
+    assert len(result["rows"]) == len(sc.FACTORS) * len(sc.RULES)
+    for row in result["rows"]:
+        assert 0 <= row["confirmed"] <= 4 and row["rate_ci"][0] <= row["rate"] <= row["rate_ci"][1]
+        first, last = sc.RULES[row["rule"]]
+        assert first <= row["mean_seeds"] <= last
+    text = sc.render(result)
+    assert "| null (the baseline) | fixed 3 |" in text and "**Goal**" in text

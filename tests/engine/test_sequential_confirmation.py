@@ -1,0 +1,75 @@
+"""confirm.sequential (engine/confirm.py plan_second_look, analysis/sequential.py): after the confirmation's first
+seeds, a candidate still undecided gets one more seed at every budget, and the baseline with it; a decided one gets
+none and keeps its verdict. Results come from a fake objective, so every decision follows from fixed numbers."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from recipesearch.analysis.frontier import frontier
+from recipesearch.analysis.sequential import CONFIRMED, OPEN
+from recipesearch.engine import study as st
+from recipesearch.engine.confirm import plan_second_look
+from recipesearch.engine.executors import InProcess
+from recipesearch.engine.trial_rows import trials_frame
+from tests.engine.test_stages import open_loop, runs_of
+
+NOISE = (-1, 0, 1, 0.5)  # by seed index: the seeds' spread
+
+
+def fake(proposal) -> dict:
+    """Label smoothing: 0.8x the time, a steady +0.02 (confirmed at once); mixup: about 0.85x the time but seeds that
+    disagree widely on time (undecided at three seeds); the baseline steady."""
+    recipe = proposal.config["recipe"]
+    budget, k = recipe["budget"], recipe["seed"] % 4
+    algos = recipe["algorithms"]
+    acc = 0.80 + 0.05 * math.log2(budget * 4) + (0.02 if "label_smoothing" in algos else 0.0)
+    secs = 4.0 * budget * (1 + 0.01 * NOISE[k])
+    if "label_smoothing" in algos:
+        secs *= 0.8
+    if "mixup" in algos:
+        secs *= 0.85 * (1 + 0.3 * NOISE[k])
+    acc += 0.001 * NOISE[k]
+    return {"accuracy": acc - 0.03, "val_accuracy": acc, "train_seconds": secs, "loss": 0.1, "error": None}
+
+
+def test_only_an_undecided_candidate_gets_the_second_seed(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 1}, budgets=[0.5, 1], trials=12,
+                       confirm={"top_k": 3, "seeds": 3, "max_share": 0.9, "sequential": True},
+                       algorithms={"label_smoothing": {}, "mixup": {}}, hparams={})
+    loop, study, messages = open_loop(tmp_path, space)
+    loop.run(InProcess(fake, concurrency=1))
+    look = loop.second_look
+    assert look is not None and CONFIRMED in look.decisions.values() and OPEN in look.decisions.values()
+    confirm = runs_of(study, st.CONFIRM)
+    fourth = [t for t in confirm if st.seed_index(t) == 3]
+    open_ones = {n for n, d in look.decisions.items() if d == OPEN}
+    # the undecided candidates, one more seed at every budget; nobody else (the baseline keeps the first look's)
+    assert Counter((t.user_attrs["of_trial"], t.params["budget"]) for t in fourth) == Counter(
+        {(who, b): 1 for who in open_ones for b in space.budgets})
+    assert not any(t.user_attrs["is_baseline"] for t in fourth)
+    assert all(t.state.name == "COMPLETE" for t in confirm)
+    assert any(m.startswith("confirmation, first look: ") and "a second look" in m for m in messages)
+    # the report's verdicts agree with the first look for the candidates it settled
+    f = frontier(trials_frame(study.get_trials(), space), space)
+    keys = dict(zip(f.trials["number"], f.trials["recipe_key"], strict=True))
+    curves = f.recipes.set_index("recipe_key")
+    for number, decision in look.decisions.items():
+        if decision != OPEN:
+            assert bool(curves.loc[keys[number], "confirmed"]) == (decision == CONFIRMED)
+            assert curves.loc[keys[number], "n_seeds"] == 3
+        else:
+            assert curves.loc[keys[number], "n_seeds"] == 4
+    # a resumed search takes the same first look and queues nothing more
+    again = plan_second_look(study.get_trials(), space, loop.plan)
+    assert again.decisions == look.decisions and {(r.of_trial, r.params["budget"]) for r in again.runs} == \
+        {(t.user_attrs["of_trial"], t.params["budget"]) for t in fourth}
+
+
+def test_without_sequential_there_is_no_second_look(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 1}, budgets=[0.5, 1], trials=12,
+                       confirm={"top_k": 3, "seeds": 3, "max_share": 0.9},
+                       algorithms={"label_smoothing": {}, "mixup": {}}, hparams={})
+    loop, study, _ = open_loop(tmp_path, space)
+    loop.run(InProcess(fake, concurrency=1))
+    assert loop.second_look is None and all(st.seed_index(t) < 3 for t in runs_of(study, st.CONFIRM))
