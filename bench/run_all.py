@@ -1,11 +1,11 @@
 """Run the benchmarks and rewrite ``reports/benchmarks.md`` (``make bench``).
 
-    python -m bench.run_all                      # all twelve, full size (hours on 2 CPU cores)
+    python -m bench.run_all                      # all thirteen, full size (hours on 2 CPU cores)
     python -m bench.run_all --quick              # the documented short versions (~10 min on an idle machine)
     python -m bench.run_all --only trainer_efficiency,algorithm_cost
     python -m bench.run_all --render             # no measuring: rebuild the markdown from reports/bench/*.json
 
-Each benchmark saves its raw results to ``reports/bench/<name>.json``; the markdown always has all twelve
+Each benchmark saves its raw results to ``reports/bench/<name>.json``; the markdown always has all thirteen
 sections, a benchmark not run this time keeping its previous results (with their own date and
 environment). A benchmark that crashes leaves its previous results in place and makes the exit code 1.
 
@@ -29,6 +29,7 @@ What ``--quick`` does, per benchmark:
   Fashion-MNIST too (two ~1 h searches).
 - sequential_confirmation: 100 draws per cell instead of 400 (and, on a clone without the null table, 8 seeds
   recorded instead of 20).
+- search_cost: 20 trials a search instead of 40 (three digits searches, ~8 min).
 
 Not part of any run (slow: valgrind emulates every instruction, imports included): the trainer's
 instructions per step against the bare loop's, `python -m bench.trainer_efficiency --instructions`,
@@ -47,7 +48,8 @@ from bench.common import REPORTS, env_lines, load_result, save_result
 from bench.protocol import check_benchmark, needs_cuda
 
 BENCHMARKS = ("trainer_efficiency", "algorithm_cost", "scheduling_overhead", "search_efficiency", "recipe_speedup",
-              "replication", "crash_cycles", "ablation", "streaming", "gpu", "load_trust", "sequential_confirmation")
+              "replication", "crash_cycles", "ablation", "streaming", "gpu", "load_trust", "sequential_confirmation",
+              "search_cost")
 
 
 def _module(name: str) -> Any:

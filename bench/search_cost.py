@@ -1,0 +1,102 @@
+"""What a search costs to its first claim at the target: today's digits plan against the levers, side by side.
+
+Each arm is a real search of ``search_spaces/digits.yaml`` (``make demo``'s) on the local Ray, the arms one after
+the other in one run, with the changes below; what it spent comes from its run.json ``payback`` (trainings of its
+own baseline at budget 1, by stage) and its verdict from its headline at the default target (the baseline at
+budget 1):
+
+- ``today``: the space as shipped: 3 baseline seeds, then the paired baseline again in the confirmation, fixed
+  3 confirmation seeds, 40 trials;
+- ``levers``: the baseline paid once (``baseline.seeds: 1``: the early curve only guides the sampler, the paired
+  baseline is the one claims are measured against), ``confirm: {seeds: 2, sequential: true, top_k: 2}`` and
+  ``search_budget: 30``;
+- ``levers, budgets <= 1``: the same without budget 2 (a default target at budget 1 needs no baseline run past it;
+  a budget-2 run costs two trainings).
+
+*Cost to the first confirmed claim*: the search's trainings when its headline is confirmed at the target, else
+"none" (nothing confirmed there).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.common import ROOT, environment, save_result
+
+NAME = "search_cost"
+TITLE = "Search cost to the first confirmed claim at the target: today's digits plan against the levers"
+SPACE = ROOT / "search_spaces" / "digits.yaml"
+LEVERS = {"baseline": {"seeds": 1, "tune_lr": True}, "confirm": {"top_k": 2, "seeds": 2, "sequential": True,
+                                                                 "max_share": 0.55}, "search_budget": 30}
+ARMS = {"today": {}, "levers": LEVERS, "levers, budgets <= 1": {**LEVERS, "budgets": [0.25, 0.5, 1]}}
+
+
+def _space(changes: dict[str, Any], folder: Path) -> Path:
+    data = yaml.safe_load(SPACE.read_text())
+    data.update(changes)
+    data["base"] = str(SPACE.parent / data["base"])
+    path = folder / "space.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def run(quick: bool = False, out: str = "runs/search_cost") -> dict[str, Any]:
+    import recipesearch
+
+    env = environment()
+    arms = []
+    for name, changes in ARMS.items():
+        folder = Path(out) / name.replace(" ", "_").replace(",", "").replace("<=", "le")
+        folder.mkdir(parents=True, exist_ok=True)
+        space = _space({**changes, **({"trials": 20} if quick else {})}, folder)
+        started = time.time()
+        result = recipesearch.search(space, out=folder / "run", force=True, quiet=True)
+        meta = json.loads((folder / "run" / "run.json").read_text())
+        h = result.headline
+        arms.append({"arm": name, "changes": changes, "wall_seconds": time.time() - started,
+                     "trials": len(result.trials), "payback": meta.get("payback"), "verdict": h.verdict,
+                     "confirmed": bool(h.confirmed), "speedup": h.speedup if h.confirmed else None,
+                     "ci": [h.speedup_ci_low, h.speedup_ci_high] if h.confirmed else None,
+                     "target": h.baseline_accuracy, "elsewhere": h.elsewhere,
+                     "first_look": (meta.get("confirmation") or {}).get("first_look")})
+    return {"environment": env, "quick": quick, "arms": arms, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [__doc__.split("\n\n", 1)[1].strip(), "",
+             "| arm | trials | trainings (baseline at budget 1) | by stage | verdict at the target | cost to the first "
+             "confirmed claim | pays for itself after |", "|---|---|---|---|---|---|---|"]
+    words = {"tune": "sweep", "baseline": "baseline", "search": "proposals", "confirm": "confirmation"}
+    for a in result["arms"]:
+        p = a["payback"] or {}
+        stages = ", ".join(f"{words.get(k, k)} {v['trainings']:.1f}" for k, v in (p.get("by_stage") or {}).items()
+                           if v.get("trainings") is not None)
+        verdict = (f"confirmed {a['speedup']:.2f}x [{a['ci'][0]:.2f}-{a['ci'][1]:.2f}]" if a["confirmed"]
+                   else a["verdict"].split(":")[0])
+        cost = f"{p['search_trainings']:.1f}" if a["confirmed"] else "none"
+        even = f"{p['break_even_trainings']:.0f} trainings" if p.get("break_even_trainings") else "-"
+        lines.append(f"| {a['arm']} | {a['trials']} | {p.get('search_trainings', float('nan')):.1f} | {stages} | "
+                     f"{verdict} (target {a['target']:.4f}) | {cost} | {even} |")
+    lines += ["", "Verdicts in full:", ""] + [f"- {a['arm']}: {a['verdict']}; {a['elsewhere']}" for a in result["arms"]]
+    if result.get("note"):
+        lines += ["", f"Note: {result['note']}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.search_cost", description=TITLE)
+    p.add_argument("--quick", action="store_true", help="20 trials a search instead of 40")
+    p.add_argument("--out", default="runs/search_cost")
+    args = p.parse_args(argv)
+    result = run(quick=args.quick, out=args.out)
+    save_result(NAME, result)
+    print(render(result))
+
+
+if __name__ == "__main__":
+    main()
