@@ -125,6 +125,12 @@ def apply(recipe: Recipe | str | os.PathLike | dict[str, Any], model: nn.Module,
         from recipesearch.data import load_data
 
         data = load_data(recipe.data, device)
+    from recipesearch.models.tv import forward_problem
+
+    problem = forward_problem(model, data.num_classes, data.channels, data.image_size, data.image_size)
+    if problem is not None:  # the loss would end in a traceback at the first step (a target out of bounds)
+        raise ConfigError("model", f"{problem} (the data has {data.num_classes} classes, {data.channels} "
+                                   f"channel(s), {data.image_size} px)")
     algorithms = build_algorithms(recipe.algorithms, recipe=recipe)
     state = State(recipe=recipe, model=model, data=data, device=device, num_classes=data.num_classes,
                   loss_fn=soft_cross_entropy, autocast_dtype=_AUTOCAST[recipe.precision])

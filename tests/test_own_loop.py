@@ -182,12 +182,17 @@ def test_an_optimizer_built_before_surgery_that_keeps_parameters_is_used(tiny_re
     assert run.optimizer is optimizer and optimizer.param_groups[0]["initial_lr"] == 0.05
 
 
+def digits_logits() -> nn.Module:
+    """The smallest model apply accepts on digits: 16 x 16 grey images to 10 logits."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(16 * 16, 10))
+
+
 def test_recipe_comes_from_a_path_or_a_mapping(tmp_path, tiny_recipe) -> None:
     recipe = tiny_recipe({"mixup": {}})
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(recipe.to_dict()))
     for given in (str(path), path, recipe.to_dict()):
-        assert recipesearch.apply(given, nn.Conv2d(1, 1, 1)).state.recipe.id() == recipe.id()
+        assert recipesearch.apply(given, digits_logits()).state.recipe.id() == recipe.id()
 
 
 def test_bad_input_is_a_one_line_error_naming_the_field(tmp_path, tiny_recipe) -> None:
@@ -202,7 +207,7 @@ def test_bad_input_is_a_one_line_error_naming_the_field(tmp_path, tiny_recipe) -
     with pytest.raises(ConfigError, match=r"^model: expected a torch.nn.Module"):
         recipesearch.apply(tiny_recipe(), "resnet8")
     with pytest.raises(ConfigError, match=r"^optimizer: expected a torch.optim.Optimizer"):
-        recipesearch.apply(tiny_recipe(), nn.Linear(1, 1), optimizer="sgd")
+        recipesearch.apply(tiny_recipe(), digits_logits(), optimizer="sgd")
 
 
 def test_training_cannot_go_on_after_the_evaluated_model_is_taken(tiny_recipe) -> None:
@@ -268,3 +273,10 @@ def test_example_reports_a_bad_recipe_path_in_one_line(tmp_path, capsys) -> None
     assert load_example().main([str(tmp_path / "missing.yaml")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "missing.yaml" in err and "\n" not in err
+
+
+def test_a_model_whose_logits_do_not_match_the_classes_is_one_line(tiny_recipe) -> None:
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16 * 16, 5))  # 5 outputs, digits has 10 classes
+    with pytest.raises(ConfigError, match=r"^model: it returns a tensor of shape \[2, 5\], not logits \[2, 10\] "
+                                          r"\(the data has 10 classes, 1 channel\(s\), 16 px\)$"):
+        recipesearch.apply(tiny_recipe(), model)

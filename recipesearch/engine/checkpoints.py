@@ -13,17 +13,55 @@ nor do the trials it re-ran: ``forget`` deletes them, so checkpoints do not pile
 Those of interrupted trials and of trials whose worker died stay until their re-run finishes. A search that
 ran to its end keeps only what a re-run still queued would go on from (``keep_only``): a driver killed between
 a trial's result and its ``forget`` leaves that trial's checkpoints, which nothing would delete otherwise.
+
+A running trial writes its checkpoint into a working folder in the temp directory first (``working_folder``),
+named for its process; a worker that dies (SIGKILL, the memory monitor) cannot remove it, so every trial sweeps
+the folders whose process is gone before it makes its own (``sweep_orphans``).
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from recipesearch.train.checkpoint import FILENAME
 
 _INDEX = re.compile(r"checkpoint_(\d+)$")
+WORKING_PREFIX = "recipesearch-checkpoint-"
+_WORKING = re.compile(re.escape(WORKING_PREFIX) + r"(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep_orphans(folder: str | Path | None = None) -> int:
+    """Remove the working folders in ``folder`` (the temp directory) whose process is gone; how many."""
+    removed = 0
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{WORKING_PREFIX}*"):
+        match = _WORKING.match(path.name)
+        if match and path.is_dir() and not _alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += not path.exists()
+    return removed
+
+
+@contextlib.contextmanager
+def working_folder() -> Iterator[str]:
+    """A trial's working folder for its checkpoints, named for this process, after sweeping the orphans."""
+    sweep_orphans()
+    with tempfile.TemporaryDirectory(prefix=f"{WORKING_PREFIX}{os.getpid()}-") as work:
+        yield work
 _TRIAL = re.compile(r"trial_(\d+)_")
 
 

@@ -145,13 +145,26 @@ def _acc_columns(space: SearchSpace) -> list[tuple[str, str]]:
     return [("acc", "test acc")]
 
 
+UNCONFIRMED_MARK = "†"  # an interval above 1 that is still not confirmed: the footnote under the table says why
+UNCONFIRMED_NOTE = (f"{UNCONFIRMED_MARK} interval above 1 but not confirmed: too many bootstrap replicates measure "
+                    "no speedup there (the baseline's shortest run already beats that accuracy, or the recipe falls "
+                    "short)")
+
+
 def _speedup_cell(r: pd.Series) -> str:
-    """'1.41x', with its interval when the point has one, and a check mark when it is confirmed faster."""
+    """'1.41x', with its interval when the point has two or more seeds (one run bootstrapped measures no noise),
+    a check mark when it is confirmed faster, and ``UNCONFIRMED_MARK`` when its interval clears 1 but it is not."""
     point = _fmt(r["speedup"], ".2f")
     if not point:
         return ""
+    repeated = finite(r.get("n_seeds")) and float(r["n_seeds"]) >= 2
+    if not repeated:
+        return f"{point}x"
     interval = interval_text(r.get("speedup_ci_low"), r.get("speedup_ci_high"), label=False)
-    return f"{point}x{interval}{' ✓' if bool(r.get('confirmed', False)) else ''}"
+    if bool(r.get("confirmed", False)):
+        return f"{point}x{interval} ✓"
+    low = r.get("speedup_ci_low")
+    return f"{point}x{interval}{' ' + UNCONFIRMED_MARK if finite(low) and float(low) > 1 else ''}"
 
 
 def render_front(front: pd.DataFrame, space: SearchSpace, title: str) -> Any:
@@ -354,6 +367,8 @@ def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> No
     if len(front):
         what = "seed means" if f.confirmed_front else "single runs: nothing confirmed yet"
         console.print(render_front(front, space, f"Pareto front ({len(front)} points, {what})"))
+        if any(_speedup_cell(r).endswith(UNCONFIRMED_MARK) for _, r in front.iterrows()):
+            console.print(UNCONFIRMED_NOTE)
     # the claim at the target first; a larger speedup at another accuracy only after it, labelled so
     paid = f.payback is not None and _headline_text(f)
     for line in (_headline_text(f), front_headline(front, held_out=_selects_on_val(f)),

@@ -30,7 +30,6 @@ actor pays for importing and decoding the dataset.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ import ray
 from ray import tune
 
 from recipesearch.engine import faults
+from recipesearch.engine.checkpoints import working_folder
 from recipesearch.engine.ranks import run_workers
 from recipesearch.engine.trial import checkpoint_report, run_recipe, start_trial
 
@@ -82,7 +82,7 @@ def trainable(config: dict[str, Any]) -> None:
         tune.report(checkpoint_report(info), checkpoint=tune.Checkpoint.from_directory(str(path.parent)))
         reached()
 
-    with tempfile.TemporaryDirectory(prefix="recipesearch-checkpoint-") as work:
+    with working_folder() as work:
         restored = tune.get_checkpoint()  # Tune's retry of this trial after its worker died: go on from there
         resume = None
         if restored is not None and config.get("checkpoint_seconds"):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 import torch
 
 from recipesearch.engine import faults
+from recipesearch.engine.checkpoints import working_folder
 from recipesearch.engine.shipping import install as install_user_code
 from recipesearch.env_info import hardware_class
 from recipesearch.errors import DivergenceError, UserError, one_line
@@ -88,7 +88,7 @@ def run_recipe(config: dict[str, Any], on_rung: Callable[[dict[str, Any]], bool]
     every = config.get("checkpoint_seconds")
     with contextlib.ExitStack() as stack:
         if every and checkpoint_dir is None:
-            checkpoint_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="recipesearch-checkpoint-"))
+            checkpoint_dir = stack.enter_context(working_folder())
         checkpoints = {"checkpoint_every": float(every), "checkpoint_dir": checkpoint_dir} if every else {}
         if on_checkpoint is not None:  # a multi-worker trial's peer has no interval of its own: rank 0's counts
             checkpoints["on_checkpoint"] = on_checkpoint

@@ -145,3 +145,22 @@ def test_inprocess_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, writ
     assert len([t for t in trials if t.state.name == "COMPLETE"]) == 3
     assert not list((out / "checkpoints").glob(f"*/trial_*/checkpoint_*/{FILENAME}"))  # finished: deleted
     assert json.loads((out / "run.json").read_text())["checkpoint_minutes"] == 0.001
+
+
+def test_working_folders_of_dead_processes_are_swept_and_live_ones_kept(tmp_path):
+    from recipesearch.engine.checkpoints import WORKING_PREFIX, sweep_orphans, working_folder
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{WORKING_PREFIX}{int(gone.stdout)}-abc"
+    (dead / "current").mkdir(parents=True)
+    (dead / "current" / "trainer.pt").write_bytes(b"x" * 100)
+    mine = tmp_path / f"{WORKING_PREFIX}{os.getpid()}-def"
+    mine.mkdir()
+    other = tmp_path / "recipesearch-checkpoint-notapid"  # not one of ours by name: left alone
+    other.mkdir()
+    assert sweep_orphans(tmp_path) == 1
+    assert not dead.exists() and mine.exists() and other.exists()
+    # a trial's own folder is named for its process, and goes when it is done
+    with working_folder() as work:
+        assert Path(work).name.startswith(f"{WORKING_PREFIX}{os.getpid()}-") and Path(work).is_dir()
+    assert not Path(work).exists()
