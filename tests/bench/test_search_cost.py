@@ -11,12 +11,14 @@ def test_render_names_each_arms_cost_and_verdict():
            "confirmed": False, "speedup": None, "ci": None, "target": 0.9784, "elsewhere": "elsewhere ...",
            "payback": {"search_trainings": 45.0, "break_even_trainings": None,
                        "by_stage": {"tune": {"trainings": 2.2}, "confirm": {"trainings": 19.4}}}}
-    confirmed = {**arm, "arm": "levers", "confirmed": True, "speedup": 2.0, "ci": [1.2, 3.0], "verdict": "confirmed: ..",
+    confirmed = {**arm, "arm": "levers", "confirmed": True, "speedup": 2.0, "ci": [1.2, 3.0],
+                 "verdict": "confirmed: ..",
                  "payback": {**arm["payback"], "search_trainings": 20.0, "break_even_trainings": 14.0}}
     text = search_cost.render({"arms": [arm, confirmed], "note": "one after the other"})
     assert "| today | 63 | 45.0 | sweep 2.2, confirmation 19.4 | nothing beat the baseline to the target val acc " \
            "0.9784 (x) (target 0.9784) | none | - |" in text
-    assert "| levers | 63 | 20.0 |" in text and "confirmed 2.00x [1.20-3.00]" in text and "| 20.0 | 14 trainings |" in text
+    assert "| levers | 63 | 20.0 |" in text and "confirmed 2.00x [1.20-3.00]" in text
+    assert "| 20.0 | 14 trainings |" in text
     assert text.endswith("Note: one after the other")
 
 
