@@ -26,7 +26,7 @@ from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.method_fit import check_methods_fit
 from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import make_sampler
-from recipesearch.engine.search_budget import SearchBudget, check_trainings, parse_duration
+from recipesearch.engine.search_budget import budget_from_options
 from recipesearch.engine.search_options import SearchOptions, checked_options
 from recipesearch.engine.storage import lock_study, make_storage, open_study
 from recipesearch.engine.trial_rows import trial_row, trials_frame
@@ -61,7 +61,7 @@ class SearchDriver:
     def __init__(self, space: SearchSpace, options: SearchOptions, ui: SearchUI | None = None):
         self.space, self.opts = space, options
         self.n_trials = self._trial_budget(space, options)
-        self.budget = self._search_budget(space, options)
+        self.budget = budget_from_options(space, options)
         self.warm: WarmStart | None = None  # --warm-start / warm_start: read in run(), before anything is written
         self.concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
         self.space, self.resources = space, resources = checked_options(space, options)
@@ -89,26 +89,6 @@ class SearchDriver:
             raise UserError(f"--trials must be at least {space.baseline_runs}: the baseline at every budget "
                             f"({space.baseline.seeds} seed(s) each{sweep})")
         return n
-
-    def _search_budget(self, space: SearchSpace, options: SearchOptions) -> SearchBudget | None:
-        """--time-budget, else --search-budget or the space's search_budget (engine/search_budget.py); None: none."""
-        concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
-        if options.time_budget is not None:
-            if options.search_budget is not None:
-                raise UserError("--time-budget and --search-budget: give one of them")
-            seconds = options.time_budget if isinstance(options.time_budget, (int, float)) \
-                and not isinstance(options.time_budget, bool) else parse_duration(str(options.time_budget))
-            if not seconds > 0:
-                raise UserError(f"--time-budget: {options.time_budget!r} is no time at all")
-            return SearchBudget(space, seconds=float(seconds), concurrency=concurrency)
-        trainings = options.search_budget if options.search_budget is not None else space.search_budget
-        if trainings is None:
-            return None
-        where = "--search-budget" if options.search_budget is not None else "search_budget"
-        if isinstance(trainings, bool) or not isinstance(trainings, (int, float)) or not 0 < trainings < float("inf"):
-            raise UserError(f"{where} must be a number of trainings > 0, not {trainings!r}")
-        check_trainings(space, float(trainings), where)
-        return SearchBudget(space, trainings=float(trainings), concurrency=concurrency)
 
     def _make_loop(self, storage: optuna.storages.BaseStorage, resuming: bool) -> SearchLoop:
         """The study (created, or opened to resume) and the loop that drives it."""

@@ -32,6 +32,7 @@ from recipesearch.engine import study as st
 from recipesearch.errors import UserError
 
 if TYPE_CHECKING:
+    from recipesearch.engine.search_options import SearchOptions
     from recipesearch.space import SearchSpace
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -150,3 +151,26 @@ class SearchBudget:
             return f"time budget {size} of wall-clock time"
         return f"search budget {self.trainings:g} trainings of the baseline at budget " \
                f"{reference_budget(self.space.budgets):g}"
+
+
+def budget_from_options(space: SearchSpace, options: SearchOptions) -> SearchBudget | None:
+    """--time-budget, else --search-budget or the space's ``search_budget``; None: neither. A bad value is one
+    line naming its flag (or key)."""
+    concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
+    if options.time_budget is not None:
+        if options.search_budget is not None:
+            raise UserError("--time-budget and --search-budget: give one of them")
+        given = options.time_budget
+        seconds = given if isinstance(given, (int, float)) and not isinstance(given, bool) \
+            else parse_duration(str(given))
+        if not seconds > 0:
+            raise UserError(f"--time-budget: {given!r} is no time at all")
+        return SearchBudget(space, seconds=float(seconds), concurrency=concurrency)
+    trainings = options.search_budget if options.search_budget is not None else space.search_budget
+    if trainings is None:
+        return None
+    where = "--search-budget" if options.search_budget is not None else "search_budget"
+    if isinstance(trainings, bool) or not isinstance(trainings, (int, float)) or not 0 < trainings < float("inf"):
+        raise UserError(f"{where} must be a number of trainings > 0, not {trainings!r}")
+    check_trainings(space, float(trainings), where)
+    return SearchBudget(space, trainings=float(trainings), concurrency=concurrency)
