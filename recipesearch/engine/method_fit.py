@@ -3,11 +3,13 @@
 A method that cannot apply to the model (blurpool on a model without a strided conv, stochastic depth without
 residual blocks, patch whitening on a grouped stem, a crop wider than the images ...) refuses at the trainer's
 start-up with a ``ConfigError``: in a search that is a FAILed trial, which teaches the sampler nothing, so it
-proposes the method again and again (9 of 25 proposals on a ConvMixer). Here the driver builds the trainer of
+proposes the method again and again (9 of 25 proposals on a ConvMixer). Here the driver builds the start of
 the base recipe, then of the base with each candidate method switched on (``space.complete``: its
 hyperparameters at their in-space start), on the CPU and without training a step: the same model construction
-and INIT surgery a trial runs. A base recipe that fails is refused as it is; every method that fails is named,
-with its reason, in one line (exit 2): the space must be edited, never silently narrowed.
+and INIT surgery a trial runs (``train.loop.initial_state``; not the optimizer, whose first construction imports
+torch's compiler, seconds a search need not pay here). A base recipe that fails is refused as it is; every
+method that fails is named, with its reason, in one line (exit 2): the space must be edited, never silently
+narrowed.
 
 Methods whose refusal depends on the device the trials train on (``DEVICE_BOUND``) are only checked where the
 trials train on the CPU too. Forbidden pairs need no check here: the sampler never switches on both
@@ -27,10 +29,12 @@ DEVICE_BOUND = frozenset({"torch_compile"})  # compile_problem() asks the device
 
 
 def _start(recipe: Recipe, data: object) -> None:
-    """The trainer of ``recipe`` on the CPU up to its first step: model, methods' INIT surgery, loader."""
-    from recipesearch.train.loop import Trainer
+    """``recipe``'s start on the CPU: its model built for the data and its methods' INIT surgery applied."""
+    import torch
 
-    Trainer(recipe.model_copy(update={"device": "cpu"}), data=data)
+    from recipesearch.train.loop import initial_state
+
+    initial_state(recipe, data, torch.device("cpu"))
 
 
 def check_methods_fit(space: SearchSpace) -> None:

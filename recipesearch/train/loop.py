@@ -96,6 +96,23 @@ def soft_cross_entropy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Te
 _NO_STEP_HOOKS: tuple[list[Algorithm], ...] = tuple([] for _ in _STEP_EVENTS)  # SAM's second pass fires nothing
 
 
+def initial_state(recipe: Recipe, data: DataBundle, device: torch.device) -> tuple[State, list[Algorithm]]:
+    """What every run starts from: the model built for ``data`` on ``device``, the recipe's methods, and their
+    INIT surgery applied (the Trainer goes on to the optimizer and loader; engine/method_fit.py stops here to see
+    whether a space's methods apply to its model, without torch's optimizer start-up)."""
+    model = create_model(recipe.model.name, num_classes=data.num_classes, in_channels=data.channels,
+                         image_size=data.image_size, **recipe.model.kwargs)
+    algorithms: list[Algorithm] = build_algorithms(recipe.algorithms, recipe=recipe)
+    if recipe.model.name.startswith(TV_PREFIX):  # before it moves: the check runs on the CPU
+        check_torchvision_input(model, recipe, data, algorithms)
+    state = State(recipe=recipe, model=model.to(device), data=data, device=device, num_classes=data.num_classes,
+                  loss_fn=soft_cross_entropy, autocast_dtype=_DTYPES[recipe.precision])
+    for algo in algorithms:  # in their order, as ``Trainer.fire`` runs an event
+        if Event.INIT in algo.events and algo.match(Event.INIT, state):
+            algo.apply(Event.INIT, state)
+    return state, algorithms
+
+
 class Trainer:
     """Runs one recipe. ``fit()`` is the whole job; the pieces are methods so tests can drive them.
 
@@ -129,19 +146,9 @@ class Trainer:
         if on.type != "cpu":  # the loader's random numbers where its data is: no blocking host-to-device copies
             self.generator = torch.Generator(device=on)
             self.generator.manual_seed(recipe.seed)
-        model = create_model(recipe.model.name, num_classes=self.data.num_classes,
-                             in_channels=self.data.channels, image_size=self.data.image_size,
-                             **recipe.model.kwargs)
-        self.algorithms: list[Algorithm] = build_algorithms(recipe.algorithms, recipe=recipe)
-        if recipe.model.name.startswith(TV_PREFIX):  # before it moves: the check runs on the CPU
-            check_torchvision_input(model, recipe, self.data, self.algorithms)
-        model = model.to(self.device)
-        dtype = _DTYPES[recipe.precision]
-        self.state = State(recipe=recipe, model=model, data=self.data, device=self.device,
-                           num_classes=self.data.num_classes, loss_fn=soft_cross_entropy, autocast_dtype=dtype)
+        self.state, self.algorithms = initial_state(recipe, self.data, self.device)
         self._by_event = {ev: [a for a in self.algorithms if ev in a.events] for ev in Event}
         self._bind_hooks()
-        self.fire(Event.INIT)
         s = self.state
         if s.autocast_dtype == torch.float16:
             s.grad_scaler = torch.amp.GradScaler(self.device.type)
