@@ -25,10 +25,10 @@ def test_a_much_faster_candidate_is_confirmed_at_the_first_look_and_a_null_one_i
 
 def test_simulate_and_render():
     result = {"table": "t.csv", "table_runs": 40, "table_seeds": 10,
-              "rows": sc.simulate(table(), draws=4)}
+              "rows": sc.simulate(table(), draws=2)}
     assert len(result["rows"]) == len(sc.FACTORS) * len(sc.RULES)
     for row in result["rows"]:
-        assert 0 <= row["confirmed"] <= 4 and row["rate_ci"][0] <= row["rate"] <= row["rate_ci"][1]
+        assert 0 <= row["confirmed"] <= 2 and row["rate_ci"][0] <= row["rate"] <= row["rate_ci"][1]
         first, last = sc.RULES[row["rule"]]
         assert first <= row["mean_seeds"] <= last
     text = sc.render(result)

@@ -82,7 +82,7 @@ def test_the_confirmation_plans_within_what_the_budget_leaves(tmp_path, write_sp
     # budgets 0.5 and 1, take 6.75 at the plan's margin): proposals stop at 8, and the confirmation's plan is sized
     # to what is left (its runs' estimates fit the rest of the 16)
     out = tmp_path / "run"
-    recipesearch.search(write_space(trials=40, search_budget=16, confirm={"top_k": 2, "seeds": 2, "max_share": 0.5}),
+    recipesearch.search(write_space(trials=40, search_budget=16, confirm={"top_k": 1, "seeds": 2, "max_share": 0.5}),
                         out=out, executor="inprocess", quiet=True, report=False)
     df = pd.read_csv(out / "trials.csv")
     unit = float(df.loc[(df["stage"] == "baseline") & (df["budget"] == 1.0), "train_seconds"].iloc[0])

@@ -28,7 +28,7 @@ def proxy(tmp_path_factory):
     import yaml
 
     space.write_text(yaml.safe_dump(tiny_space(base={**TINY_BASE, "data": {"name": "digits", "subset": 0.5}},
-                                               algorithms=ALGOS, trials=10)))
+                                               algorithms=ALGOS, trials=7)))
     recipesearch.search(space, out=root / "run", executor="inprocess", quiet=True, report=False)
     return root / "run"
 
@@ -37,7 +37,7 @@ def test_the_front_of_the_earlier_search_is_proposed_first(tmp_path, write_space
     # the full search: all the images, no mixup (its parameters are dropped, with a note), LR 0.75x-1.5x (an
     # earlier LR outside it is dropped too: the base LR instead)
     path = write_space(algorithms={"label_smoothing": ALGOS["label_smoothing"]},
-                       hparams={"optimizer.lr": {"scale": [0.75, 1.5]}}, trials=8)
+                       hparams={"optimizer.lr": {"scale": [0.75, 1.5]}}, trials=6)
     out = tmp_path / "run"
     code, stdout, err = call_cli(capsys, "search", str(path), "--out", str(out), "--executor", "inprocess",
                                  "--quiet", "--no-report", "--warm-start", str(proxy))
@@ -49,8 +49,9 @@ def test_the_front_of_the_earlier_search_is_proposed_first(tmp_path, write_space
     assert all(set(r["params"]) == set(space.complete(r["params"])) for r in warm["recipes"])
     df = pd.read_csv(out / "trials.csv")
     searched = df[df["stage"] == "search"]
-    # queued right after the baseline, in the warm start's order (at most half of the 6 proposals)
-    first = searched.head(min(3, len(warm["recipes"])))
+    # queued right after the baseline, in the warm start's order (at most half of the 4 proposals)
+    first = searched.head(min(2, len(warm["recipes"])))
+    assert len(first) >= 1
     for (_, row), recipe in zip(first.iterrows(), warm["recipes"], strict=False):
         assert row["params_alg.label_smoothing"] == recipe["params"]["alg.label_smoothing"]
         assert row["params_optimizer.lr"] == pytest.approx(recipe["params"]["optimizer.lr"])
