@@ -214,16 +214,15 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
     keys = dict(zip(fr.trials["number"], fr.trials["recipe_key"], strict=True))
     by_number = {t.number: t for t in trials}
     decisions, runs = {}, []
-    found = _candidates(trials, space)
     for number in plan.candidates:
-        decisions[number] = look(first[first["recipe_key"] == keys.get(number)], fr.baseline, fr.target.accuracy,
-                                 fr.metric)
+        mine = first[first["recipe_key"] == keys.get(number)]
+        decisions[number] = look(mine, fr.baseline, fr.target.accuracy, fr.metric)
         if decisions[number] != OPEN:
             continue
         params = st.trial_params(by_number[number])
-        own = float(by_number[number].user_attrs.get("train_seconds") or 0.0)
-        runs += [ConfirmRun({**params, "budget": float(b)}, seeds, number,
-                            _estimate(own, float(params["budget"]), float(b), found.time_scale))
+        # each run's estimate: its own first seeds' mean time at that budget, measured by now
+        measured = mine.groupby("budget")["train_seconds"].mean()
+        runs += [ConfirmRun({**params, "budget": float(b)}, seeds, number, float(measured.get(float(b), 0.0)))
                  for b in space.budgets]
     return SecondLook(decisions, tuple(interleave(runs, space.budgets)))
 
