@@ -15,6 +15,7 @@ from recipesearch.errors import UserError
 # name → module in recipesearch.commands; each defines ``add_arguments(parser)`` and ``run(args) -> int``.
 COMMANDS = {
     "train": "Train one recipe YAML and report accuracy and training time",
+    "init": "Write a starter search space and base recipe for a model and data of your own",
     "search": "Search recipes (algorithms x hyperparameters x budgets) for the accuracy/time Pareto frontier",
     "report": "Rebuild the report (frontier, speedups, plots, HTML) of a search run directory",
     "export": "Copy the frontier recipes of a run directory to another folder",
@@ -22,6 +23,8 @@ COMMANDS = {
     "algorithms": "List the speed-up algorithms with their defaults and descriptions",
     "models": "List the registered models",
     "datasets": "List the registered datasets",
+    "spaces": "List the search spaces that ship with recipesearch (search one by its name)",
+    "recipes": "List the recipes that ship with recipesearch (train one by its name)",
 }
 
 

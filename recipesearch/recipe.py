@@ -303,6 +303,9 @@ def check_recipe(recipe: Recipe) -> None:
 
 
 def load_recipe(path: str | Path) -> Recipe:
+    from recipesearch import shipped
+
+    path = shipped.resolve(path, "recipe")  # a bare name: the shipped recipe (recipesearch recipes)
     data, lines = read_yaml(path)
     add_search_dir(Path(path).parent)  # user code named by import path may sit beside the file
     return recipe_from_dict(data, str(path), lines)

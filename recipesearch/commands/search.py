@@ -1,4 +1,4 @@
-"""``recipesearch search SPACE.yaml --out DIR [--resume | --force] [--address ADDR] [--storage URL]
+"""``recipesearch search SPACE.yaml|NAME --out DIR [--resume | --force] [--address ADDR] [--storage URL]
 [--executor ray|inprocess] [--trials N] [--concurrency N] [--cpus-per-trial X] [--gpus-per-trial X|auto]
 [--checkpoint-minutes M] [--quiet]``."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("space", help="search space YAML file (see search_spaces/)")
+    p.add_argument("space", help="search space YAML file, or the name of a shipped one (recipesearch spaces)")
     p.add_argument("--out", required=True, help="run directory: study.db, trials.csv, run.json, report")
     again = p.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true",

@@ -1,4 +1,4 @@
-"""``recipesearch train RECIPE.yaml [--out DIR] [--set key=value ...]``."""
+"""``recipesearch train RECIPE.yaml|NAME [--out DIR] [--set key=value ...]``."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +12,7 @@ from recipesearch.yamlio import parse_yaml
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("recipe", help="recipe YAML file")
+    p.add_argument("recipe", help="recipe YAML file, or the name of a shipped one (recipesearch recipes)")
     p.add_argument("--out", help="directory for result.json and the recipe actually trained")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field, e.g. --set optimizer.lr=0.2 --set algorithms.mixup.alpha=0.4; "

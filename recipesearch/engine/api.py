@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recipesearch import shipped
 from recipesearch.errors import UserError
 from recipesearch.rundir import RunDir, normalise_trials
 
@@ -112,6 +113,7 @@ def search(
     if isinstance(plugins, (str, bytes)) or not isinstance(plugins, (list, tuple)):
         raise TypeError(f"plugins must be a list of module names or modules, not {type(plugins).__name__}")
     if isinstance(space, (str, Path)):
+        space = shipped.resolve(space, "space")  # a bare name: the shipped space
         add_search_dir(Path(space).parent)  # a plugin beside the space file imports like its import paths
     import_plugins(list(plugins))
 

@@ -37,8 +37,9 @@ def _start(recipe: Recipe, data: object) -> None:
     initial_state(recipe, data, torch.device("cpu"))
 
 
-def check_methods_fit(space: SearchSpace) -> None:
-    """Raise one ``ConfigError`` when the base recipe or any candidate method cannot apply to the model."""
+def unfit_methods(space: SearchSpace) -> dict[str, str]:
+    """{method: why it cannot apply} for the space's candidate methods on its model; a base recipe that cannot
+    start raises its own ``ConfigError``."""
     import torch
 
     from recipesearch.data import load_data
@@ -47,14 +48,21 @@ def check_methods_fit(space: SearchSpace) -> None:
     data = load_data(base.data, torch.device("cpu"))
     _start(base, data)  # the baseline itself: its error is the user's to read as it is
     on_cpu = str(space.fixed.get("device", space.base.device)) == "cpu" or space.resources.gpus == 0
-    unfit = []
+    unfit = {}
     for alg in space.algorithms.values():
         if alg.always or alg.in_base or (alg.name in DEVICE_BOUND and not on_cpu):
             continue  # always-on and base methods ran in the baseline's check above
         try:
             _start(space.recipe_for(space.complete({alg.switch: True})), data)
         except ConfigError as exc:
-            unfit.append(f"{alg.name} ({exc.message})")
+            unfit[alg.name] = exc.message
+    return unfit
+
+
+def check_methods_fit(space: SearchSpace) -> None:
+    """Raise one ``ConfigError`` when the base recipe or any candidate method cannot apply to the model."""
+    unfit = unfit_methods(space)
     if unfit:
-        raise ConfigError("algorithms", f"{len(unfit)} method(s) cannot apply to model {base.model.name}: "
-                          f"{'; '.join(unfit)}. Remove them from the space's algorithms", space.source)
+        reasons = "; ".join(f"{name} ({why})" for name, why in unfit.items())
+        raise ConfigError("algorithms", f"{len(unfit)} method(s) cannot apply to model {space.base.model.name}: "
+                          f"{reasons}. Remove them from the space's algorithms", space.source)

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from recipesearch import shipped
 from recipesearch.algorithms import get_algorithm
 from recipesearch.errors import ConfigError
 from recipesearch.plugins import add_search_dir
@@ -30,7 +31,7 @@ def load_space(path: str | Path) -> SearchSpace:
     """Read and validate a search-space YAML file; ``base:`` paths are relative to the file. Its warnings
     (settings that do nothing, ``SearchSpace.warnings``) are printed on stderr, once, here: ``loads_space``
     and ``space_from_dict`` only keep them (a resume's hash check loads the recorded copy too)."""
-    p = Path(path)
+    p = Path(shipped.resolve(path, "space"))  # a bare name: the shipped space (recipesearch spaces)
     data, lines = read_yaml(p)
     add_search_dir(p.parent)  # user code named by import path may sit beside the file
     space = space_from_dict(data, str(p), lines, base_dir=p.parent, text=p.read_text(), path=p)
