@@ -92,11 +92,13 @@ def _orphans_after(marker: str, wait: float, until_none: bool = False) -> int:
 
 def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None, seed: int = 0,
                  max_extra: float = 4.0, timeout: float = 300.0,
-                 checkpoint_minutes: float | None = None, until_none: bool = False) -> dict[str, Any]:
+                 checkpoint_minutes: float | None = None, until_none: bool = False,
+                 orphan_wait: float = ORPHAN_WAIT) -> dict[str, Any]:
     """Kill and resume a search ``cycles`` times, then let it finish; returns the measurements.
 
     ``until_none``: after a kill, stop waiting for the orphan count once no trial worker is left (a test's
-    pass/fail is the same: orphans 0 within ``ORPHAN_WAIT`` s); the bench waits the whole ``ORPHAN_WAIT``."""
+    pass/fail is the same: orphans 0 within ``orphan_wait`` s); the bench waits the whole ``ORPHAN_WAIT``. A test
+    gives a longer ``orphan_wait``: on a loaded machine Ray may take longer to end a dead driver's workers."""
     from recipesearch.engine import study as st
 
     rng = random.Random(seed)
@@ -122,7 +124,7 @@ def cycle_search(space: Path, out: Path, cycles: int, trials: int | None = None,
             os.kill(proc.pid, signal.SIGKILL)
             killed_at = datetime.now()
             proc.wait()
-            orphans = _orphans_after(marker, ORPHAN_WAIT, until_none=until_none)
+            orphans = _orphans_after(marker, orphan_wait, until_none=until_none)
             kill_ray(marker)
             trials_now = study_of(out, name).get_trials()
             running = [t for t in trials_now if t.state.name == "RUNNING" and t.datetime_start]

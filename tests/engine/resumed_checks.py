@@ -39,14 +39,14 @@ def check_resumed(trial, trials, selects: str = "test") -> None:
     # bit-identical to the run that was never cut: the test accuracy, and the metric the search selects on
     assert attrs["accuracy"] == alone.accuracy
     assert trial.values[0] == (alone.val_accuracy if selects == "val" else alone.accuracy)
-    # train_seconds sums its segments: per step about what the search's uncut trials took (same tiny CNN, Ray
-    # workers under the same load), not a fraction or a multiple. Not against ``alone``: it trains in this test
-    # process, beside the other test worker, where a run once took 6x the trial's time. Within the range the uncut
-    # ones spanned, widened 3x each way: under the full suite two uncut trials once differed 5x per step.
+    # train_seconds per step within an order of magnitude of what the search's uncut trials took (same tiny CNN, Ray
+    # workers under the same load): a sanity bound (a time in the wrong unit, a segment's seconds lost), not a
+    # timing comparison that a busy machine could decide. Not against ``alone``: it trains in this test process,
+    # beside the other test worker, where a run once took 6x the trial's time; two uncut trials once differed 5x.
     uncut = sorted(t.user_attrs["train_seconds"] / t.user_attrs["steps"] for t in trials
                    if t.state.name == "COMPLETE" and not t.user_attrs.get("resumes") and t.user_attrs.get("steps"))
     assert uncut, [t.user_attrs for t in trials]
-    assert uncut[0] / 3 < attrs["train_seconds"] / attrs["steps"] < 3 * uncut[-1], (attrs, uncut)
+    assert uncut[0] / 10 < attrs["train_seconds"] / attrs["steps"] < 10 * uncut[-1], (attrs, uncut)
 
 
 # A plugin (``--plugin``, shipped to every trial as user code) that holds the first trial to write a checkpoint

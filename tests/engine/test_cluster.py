@@ -90,8 +90,11 @@ def test_search_on_a_two_node_loopback_cluster_then_losing_its_worker_node(
     (tmp_path / "usercode.py").write_text(USER_MODULE)
     base = {**TINY_BASE, "model": {"name": "usercode:tiny_net", "width": 8}, "data": {"name": "usercode:digits"}}
     space = write_space(trials=6, base=base, algorithms={"usercode:Jitter": {"std": {"range": [0.02, 0.1]}}})
+    # the first two trials wait at their start until both have started: in flight together, so one on each node
+    # (one CPU each) however fast the first would otherwise end
+    together = trial_faults({"kind": "hold", "folder": str(tmp_path / "hold_first"), "parties": 2, "timeout": 120})
     r = run_cli(["search", str(space), "--out", str(out), "--address", address,
-                 "--storage", db, "--quiet", "--no-report"], env=ray_env)
+                 "--storage", db, "--quiet", "--no-report", "--plugin", together], env=ray_env)
     assert r.returncode == 0, r.stdout + r.stderr
 
     assert not (out / "study.db").exists()
@@ -101,7 +104,8 @@ def test_search_on_a_two_node_loopback_cluster_then_losing_its_worker_node(
     assert len(pd.read_csv(out / "trials.csv")) == len(trials)
     meta = json.loads((out / "run.json").read_text())
     assert meta["ray_address"] == address and meta["cluster"]["nodes"] == 2 and meta["storage"] == db
-    assert [m["module"] for m in meta["user_code"]] == ["usercode"] and meta["user_code"][0]["sha256"]
+    assert sorted(m["module"] for m in meta["user_code"]) == sorted(["usercode", together])
+    assert all(m["sha256"] for m in meta["user_code"])
     assert any("usercode:Jitter" in str(t.user_attrs.get("algorithms")) for t in trials)
     # the driver only disconnected: the cluster is still up for the next search
     status = subprocess.run([loopback_cluster.ray, "status", f"--address={address}"], env=ray_env,

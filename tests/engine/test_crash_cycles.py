@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def test_a_kill_9_cycle_loses_nothing_and_repeats_nothing(tmp_path, write_space, ray_env):
     # the tiny space: 2 baseline runs, 6 proposals, no confirmation stage; one at a time (one trial worker a session)
     space = write_space(trials=8, concurrency=1)
-    r = cycle_search(space, tmp_path / "run", cycles=1, seed=1, max_extra=1.5, until_none=True)
+    # orphans: none left once Ray has ended the dead driver's workers (30 s at most: no race with a busy machine)
+    r = cycle_search(space, tmp_path / "run", cycles=1, seed=1, max_extra=1.5, until_none=True, orphan_wait=30)
     assert r["final_returncode"] == 0, r["final_error"]
     assert r["lost"] == 0 and r["run_twice"] == 0 and r["study_and_csv_agree"]
     assert r["left_running_or_waiting"] == 0 and r["cycles"] == 1  # the kill landed before the search ended

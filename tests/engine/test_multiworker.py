@@ -113,13 +113,13 @@ def test_a_lost_peer_is_summarised_with_its_rank():
 # -- on a local Ray: 2 gloo ranks a trial ---------------------------------------------------------------------
 
 
-def _ray(cpus: int = 4, gpus: int = 0, plugin: Path | None = None) -> None:
+def _ray(cpus: int = 4, gpus: int = 0, plugins: list[Path] = ()) -> None:
     """This test's own Ray (fake GPUs, more CPUs than the machine's); a search that finds Ray started cannot give it
-    a job runtime_env of its own, so the test ships its ``plugin`` file to the workers here, as a user would."""
+    a job runtime_env of its own, so the test ships its ``plugins`` files to the workers here, as a user would."""
     import ray
 
     ray.init(num_cpus=cpus, num_gpus=gpus, _node_ip_address="127.0.0.2", include_dashboard=False,
-             log_to_driver=False, runtime_env={"py_modules": [str(plugin)]} if plugin else None)
+             log_to_driver=False, runtime_env={"py_modules": [str(p) for p in plugins]} if plugins else None)
 
 
 @pytest.mark.ray
@@ -200,8 +200,8 @@ def test_each_worker_gets_its_own_gpu_and_rungs_stop_a_two_worker_trial(tmp_path
 
     1) rungs stop a two-worker trial: MO-ASHA on 2-worker trials (no GPU: ``gpus: 0``); the trial (rank 0) reports
        at rungs as one-worker trials do, and a stop ends both ranks at that step (the search completes, the
-       stopped trials are PRUNED). The fault plugin is shipped to this Ray's workers, but this search does not
-       name it: its trials never import it (it runs first, so no reused worker has imported it either).
+       stopped trial is PRUNED). Every rung report says the same time (the ``rung_time`` fault), so which trial is
+       stopped is decided by accuracy alone, never by which ran faster.
     2) each worker gets its own GPU: this machine has none; the ``fake_cuda`` fault records Ray's assignment and
        trains on the CPU. ``gpus_per_worker: 1`` gives each of a trial's 2 workers a GPU of its own, and two trials
        at once use all four.
@@ -209,33 +209,28 @@ def test_each_worker_gets_its_own_gpu_and_rungs_stop_a_two_worker_trial(tmp_path
     from recipesearch.engine.api import search
 
     faults = trial_faults({"kind": "fake_cuda"},
-                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 60})
-    _ray(4, gpus=4, plugin=tmp_path / f"{faults}.py")
+                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 2, "timeout": 180})
+    rung_time = trial_faults({"kind": "rung_time", "seconds_per_rung": 1.0})
+    _ray(4, gpus=4, plugins=[tmp_path / f"{faults}.py", tmp_path / f"{rung_time}.py"])
 
-    # 1) rungs stop a two-worker trial.
-    # A stop must not hang on the machine's speed: the rung ranks (accuracy, seconds), so a trial at chance that
-    # is not also slower than one that learns can go on. Before, with LR alone (all trials the same width), every
-    # trial at chance went on in a fresh clone's suite (8 trials, once; 6, once). Here a tiny LR comes with a CNN
-    # 6x as wide: those trials are both at chance and several times slower at the rung, dominated by any
-    # learning narrow trial that reached it first (random sampler, seed 0: such pairs are drawn).
-    path = write_space("rungs.yaml", trials=8, concurrency=2, budgets=[1],
+    # 1) rungs stop a two-worker trial. Two recipes besides the baseline's (the rest repeat one of the three, answered
+    # at once): LR 0.2, then LR 1e-5 (the random sampler's seed 6 and one trial at a time fix that order; as in
+    # test_scheduler.py's test_ray_stops_a_pruned_trials_worker). With the rung times tied, the 1e-5 trial, at chance,
+    # is dominated at its first rung by construction.
+    path = write_space("rungs.yaml", trials=8, concurrency=1, budgets=[1],
                        resources={"cpus": 1, "workers": 2, "gpus": 0},
-                       scheduler={"name": "moasha", "reduction_factor": 2, "min_fraction": 0.3},
-                       sampler={"name": "random", "seed": 0}, algorithms={},
-                       hparams={"optimizer.lr": {"choices": [0.05, 0.0001]}, "model.width": {"choices": [8, 48]}})
+                       scheduler={"name": "moasha", "reduction_factor": 2, "min_fraction": 0.25},
+                       sampler={"name": "random", "seed": 6}, algorithms={},
+                       hparams={"optimizer.lr": {"choices": [0.2, 1.0e-5]}}, base={**_tiny_base(), "max_duration": 4})
     out = tmp_path / "rungs"
-    search(path, out=out, quiet=True, report=False)
+    search(path, out=out, quiet=True, report=False, plugins=[rung_time])
     trials = load_run_study(out).get_trials()
     states = [t.state.name for t in trials]
     assert len(trials) == 8 and set(states) <= {"COMPLETE", "PRUNED"}, [(t.state, t.user_attrs) for t in trials]
-    reported = [t for t in trials if t.user_attrs.get("rungs")]
-    assert reported, "no trial reported at a rung"
-    # the small-LR trials sit at chance at the rung: stopped (the trial after them needs their bundles back); a
-    # repeated proposal (PRUNED with duplicate_of) was never trained
+    # a repeated proposal (PRUNED with duplicate_of) was never trained
     stopped = [t for t in trials if t.state.name == "PRUNED" and "duplicate_of" not in t.user_attrs]
-    assert stopped, states
-    for t in stopped:
-        assert t.user_attrs["workers"] == 2 and t.user_attrs["pruned_at"] > 0, t.user_attrs
+    assert [t.params["optimizer.lr"] for t in stopped] == [1.0e-5], states
+    assert stopped[0].user_attrs["workers"] == 2 and stopped[0].user_attrs["pruned_at"] == 0.25, stopped[0].user_attrs
 
     # 2) a GPU per worker
     path = write_space("gpus.yaml", trials=2, concurrency=2, budgets=[1],

@@ -177,7 +177,7 @@ def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, r
     # record "cuda" and Ray's ids, train on the CPU; every trial waits (at most 60 s) until all 4 have started:
     # they surely overlap if Ray lets them
     faults = trial_faults({"kind": "fake_cuda"},
-                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 4, "timeout": 60})
+                          {"kind": "hold", "folder": str(tmp_path / "hold"), "parties": 4, "timeout": 180})
     # the test's own Ray: the search cannot give it a runtime_env, so the plugin file is shipped here
     ray.init(num_cpus=4, num_gpus=2, _node_ip_address="127.0.0.2", include_dashboard=False, log_to_driver=False,
              runtime_env={"py_modules": [str(tmp_path / f"{faults}.py")]})

@@ -30,6 +30,14 @@ def proxy(tmp_path_factory):
     space.write_text(yaml.safe_dump(tiny_space(base={**TINY_BASE, "data": {"name": "digits", "subset": 0.5}},
                                                algorithms=ALGOS, trials=7)))
     recipesearch.search(space, out=root / "run", executor="inprocess", quiet=True, report=False)
+    # Which proposals reach the proxy's front must not follow from which run was faster here: the proposals with
+    # label smoothing on (what the full search below keeps of them) are made 1000x faster than they ran, so the
+    # fastest of them is on the front, ahead of every baseline run, by construction (warm starts read trials.csv).
+    trials = pd.read_csv(root / "run" / "trials.csv")
+    fast = (trials["stage"] == "search") & (trials["params_alg.label_smoothing"] == True)  # noqa: E712 (a column)
+    assert fast.any(), "the proxy's seeded proposals have no label smoothing to keep"
+    trials.loc[fast, "train_seconds"] *= 1e-3
+    trials.to_csv(root / "run" / "trials.csv", index=False)
     return root / "run"
 
 
@@ -55,9 +63,7 @@ def test_the_front_of_the_earlier_search_is_proposed_first(tmp_path, write_space
     for (_, row), recipe in zip(first.iterrows(), warm["recipes"], strict=False):
         assert row["params_alg.label_smoothing"] == recipe["params"]["alg.label_smoothing"]
         assert row["params_optimizer.lr"] == pytest.approx(recipe["params"]["optimizer.lr"])
-    if any("mixup" in json.dumps(r) for r in json.loads(pd.read_csv(proxy / "trials.csv")
-                                                          .to_json(orient="records"))):
-        assert "were dropped: " in stdout
+    assert "were dropped: alg.mixup" in stdout  # every proxy row has mixup's switch: this space has no mixup
 
 
 def test_mapping_keeps_what_fits_and_names_what_does_not(write_space):
