@@ -33,6 +33,8 @@ CANDIDATES: dict[str, tuple[str, str]] = {
     "mixup": ("{alpha: {range: [0.1, 1.0]}}", "blends image pairs; pays off at long budgets"),
     "cutmix": ("{alpha: {range: [0.25, 1.0]}}", "pastes a box across images; never with mixup"),
     "cutout": ("{length_fraction: {range: [0.25, 0.5]}}", "zeroes a square of each image; cheap"),
+    "brightness_contrast": ("{brightness: {range: [0.1, 0.4]}, contrast: {range: [0.1, 0.4]}}",
+                            "per-image brightness/contrast jitter, on the batch"),
     "progressive_resizing": ("{initial_scale: {choices: [0.5, 0.75]}}", "small images first: cheaper early steps"),
     "blurpool": ("{}", "blur before strided convs: shift-invariant, some cost"),
     "channels_last": ("{}", "NHWC memory layout: a GPU speed-up, measured here too"),
