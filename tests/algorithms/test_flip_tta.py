@@ -13,8 +13,15 @@ import pytest
 import torch
 from torch import nn
 
+from recipesearch.algorithms import get_algorithm
 from recipesearch.algorithms.ema import EMA
-from recipesearch.algorithms.flip_tta import FlipTTAModel, flip_translate_tta_logits, flip_tta_logits, shifted
+from recipesearch.algorithms.flip_tta import (
+    FlipTTAModel,
+    flip_translate_tta_logits,
+    flip_tta_logits,
+    low_confidence_tta_logits,
+    shifted,
+)
 from recipesearch.data import DataSpec, ImageTensors, load_data, normalize
 from recipesearch.errors import ConfigError, DataNotFoundError
 from recipesearch.train.loop import Trainer, evaluate
@@ -44,6 +51,47 @@ def _shifted_by_hand(x: torch.Tensor, dy: int, dx: int) -> torch.Tensor:
     rows = [_reflect_index(i - dy, h) for i in range(h)]
     cols = [_reflect_index(j - dx, w) for j in range(w)]
     return x[..., rows, :][..., cols]
+
+
+class _Counted(nn.Module):
+    """The model, with the batch size of every forward pass it was asked for."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model, self.sizes = model, []
+
+    def forward(self, x):
+        self.sizes.append(len(x))
+        return self.model(x)
+
+
+@pytest.mark.parametrize("translate", [0, 1])
+def test_only_the_images_the_model_is_unsure_of_get_the_extra_views(translate):
+    model, x = _net(), torch.randn(64, 3, 8, 8, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        plain = model(x)
+        sure = plain.softmax(-1).amax(-1)
+        threshold = float(sure.median())
+        unsure = sure < threshold
+        counted = _Counted(model)
+        out = low_confidence_tta_logits(counted, x, threshold, translate)
+        full = flip_translate_tta_logits(model, x, translate)
+    n = int(unsure.sum())
+    assert 0 < n < len(x)
+    assert torch.equal(out[~unsure], plain[~unsure])  # the sure ones: their plain logits, no extra pass
+    assert torch.allclose(out[unsure], full[unsure], atol=1e-6)  # the others: the whole TTA
+    # one plain pass over all; then the mirror (and with translate the two shifted pairs) of the unsure only
+    assert counted.sizes == [len(x), n] + [n] * (4 if translate else 0)
+    with torch.no_grad():
+        wrapped = FlipTTAModel(model, translate, confidence=1.0)(x)
+    assert torch.allclose(wrapped, full, atol=1e-6)  # 1: every image, as before the threshold existed
+
+
+@pytest.mark.parametrize("confidence", [0, 1.5, -0.2])
+def test_a_confidence_outside_0_1_is_one_line(confidence):
+    with pytest.raises(ConfigError, match="confidence") as err:
+        get_algorithm("flip_tta")(confidence=confidence)
+    assert "\n" not in str(err.value)
 
 
 def test_shifts_move_the_image_and_reflect_the_border():
