@@ -34,6 +34,7 @@ This module holds the ``Frontier`` object and the one function that assembles it
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,6 +121,18 @@ class Frontier:
         if key.empty or mine.empty:
             return float("nan")
         return float(mine.sort_values(self.metric, ascending=False).iloc[0]["test_accuracy_mean"])
+
+    def elsewhere_text(self) -> str:
+        """``headline.elsewhere`` as the CLI and ``recipesearch report`` print it: chosen on validation, the point's
+        held-out test accuracy after it (here, not in the headline, which nothing of test may touch)."""
+        h = self.headline
+        if not h.elsewhere or self.metric != VAL_ACCURACY:
+            return h.elsewhere
+        key = self.trials.loc[self.trials["number"] == h.front_number, "recipe_key"]
+        point = self.points[(self.points["recipe_key"] == key.iloc[0])
+                            & np.isclose(self.points["budget"].astype(float), h.front_budget)] if len(key) else key
+        test = float(point["test_accuracy_mean"].iloc[0]) if len(point) else float("nan")
+        return h.elsewhere + (f"; test acc {test:.4f} (held out)" if math.isfinite(test) else "")
 
 
 def _bool_values(values: pd.Series) -> pd.Series:

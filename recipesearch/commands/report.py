@@ -18,17 +18,14 @@ def run(args: argparse.Namespace) -> int:
         print(index)
         return 0
     h, on_val = info.headline, info.selection.on_val
-    acc = "val acc" if on_val else "test acc"
     front_kind = "seed means" if info.confirmed_front else "single runs"
     print(f"{len(info.completed)} completed trials, {len(info.failed)} failed; "
           f"{len(info.front)} points on the frontier ({front_kind}; pareto.csv, recipes/)")
     if len(info.completed):
         test = info.recipe_test_accuracy(h.number) if h.confirmed and on_val else float("nan")
         print(h.verdict + (f"; test acc {test:.2%} at its best budget (held out)" if test == test else ""))
-    if h.front_number is not None:
-        print(f"elsewhere on the frontier, at its own accuracy: {h.front_speedup:.2f}x at {acc} "
-              f"{h.front_accuracy:.2%} in {h.front_seconds:.3g} s, trial {h.front_number} "
-              f"({h.front_algorithms or 'no algorithms'})" + (_held_out(info, h.front_number) if on_val else ""))
+    if h.elsewhere:
+        print(info.frontier.elsewhere_text())
     payback = info.frontier.payback.text() if info.frontier.payback is not None and len(info.completed) else ""
     if payback:
         print(payback)
@@ -37,14 +34,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {warning}")
     print(f"wrote {index}")
     return 0
-
-
-def _held_out(info, number: int | None) -> str:
-    """', test acc 95.10% (held out)': the test mean of the frontier point (else the trial) ``number``."""
-    import math
-
-    rows = info.front[info.front["number"] == number]
-    if rows.empty:
-        rows = info.trials[info.trials["number"] == number]
-    value = float(rows["accuracy"].iloc[0]) if len(rows) else float("nan")
-    return "" if math.isnan(value) else f", test acc {value:.2%} (held out)"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
-from recipesearch.analysis import Frontier, frontier, interval_text, largest_front_speedup
+from recipesearch.analysis import Frontier, frontier, interval_text
 from recipesearch.analysis.frontier import finite
 from recipesearch.analysis.objective_spec import TEST_SELECTION_WARNING
 from recipesearch.engine.study import INTERRUPTED, count_finished_rows
@@ -112,22 +112,6 @@ def headline(trials: pd.DataFrame, space: SearchSpace) -> str | None:
     """'confirmed: trial 12 (...) is 1.41x faster [95% CI 1.22-1.63] ...', 'nothing beat the baseline ...',
     or None before a baseline and a recipe have completed."""
     return _headline_text(frontier(trials, space))
-
-
-def front_headline(front: pd.DataFrame, held_out: bool = False) -> str | None:
-    """The largest measured (interpolated, not a bound) speedup at matched accuracy on ``front_table``, at that
-    point's own accuracy (the headline is the claim at the target: this line never stands in for it);
-    ``held_out``: the space selected on validation, so the trial's test accuracy follows as held out."""
-    top = largest_front_speedup(front, "acc")
-    if top is None:
-        return None
-    test = _held_out(top.get("test_acc")) if held_out else ""
-    seeds = int(top["n_seeds"]) if pd.notna(top["n_seeds"]) else 1
-    interval = interval_text(top["speedup_ci_low"], top["speedup_ci_high"]) if seeds >= 2 else ""
-    where = "confirmed there" if bool(top["confirmed"]) else "one seed" if seeds < 2 else "not confirmed"
-    return (f"elsewhere on the front, at its own accuracy: {top['speedup']:.2f}x{interval} at {top['acc']:.4f} "
-            f"({top['train_seconds']:.2f} s, {where}): trial {int(top['number'])}, budget {top['budget']:g}, "
-            f"{top['algorithms'] or 'no algorithms'}{test}")
 
 
 def _fmt(x: Any, spec: str) -> str:
@@ -371,7 +355,7 @@ def _print_summary(console: Any, trials: pd.DataFrame, space: SearchSpace) -> No
             console.print(UNCONFIRMED_NOTE)
     # the claim at the target first; a larger speedup at another accuracy only after it, labelled so
     paid = f.payback is not None and _headline_text(f)
-    for line in (_headline_text(f), front_headline(front, held_out=_selects_on_val(f)),
+    for line in (_headline_text(f), f.elsewhere_text(),
                  f.payback.text() if paid else "", f.payback.stages_text() if paid else ""):
         if line:
             console.print(line)

@@ -9,7 +9,8 @@ import pytest
 
 
 def test_the_live_front_table_and_the_headline(make_space):
-    from recipesearch.engine.progress import LogUI, front_headline, front_table, headline
+    from recipesearch.analysis import frontier
+    from recipesearch.engine.progress import LogUI, front_table, headline
 
     space = make_space(metric_split="test")  # a space may still select on test (the report warns)
     rows = [  # number, state, is_baseline, budget, algorithms, accuracy, train_seconds
@@ -24,11 +25,12 @@ def test_the_live_front_table_and_the_headline(make_space):
     assert front["number"].tolist() == [2]  # trial 2 dominates both baselines
     assert front["speedup"].tolist() == [pytest.approx(2.0)]
     assert headline(df, space).startswith("not confirmed: no recipe was trained at two or more budgets")
-    assert front_headline(front).startswith(
-        "elsewhere on the front, at its own accuracy: 2.00x at 0.9000 (1.00 s, one seed): trial 2")
+    assert frontier(df, space).headline.elsewhere == (
+        "elsewhere on the front: trial 2 (label_smoothing, budget 0.5, 1 seed) is 2.00x faster at test acc 0.9000, "
+        "one seed: not confirmed")
     df.loc[2, "accuracy"] = 0.78  # baseline 0 dominates it: only baselines are left, no recipe to name
     assert front_table(df, space)["number"].tolist() == [0, 1]
-    assert front_headline(front_table(df, space)) is None
+    assert frontier(df, space).headline.elsewhere == ""
     df.loc[2, "accuracy"] = 0.80
     assert front_table(df, space)["number"].tolist() == [0, 2, 1]  # equal points both stay on the front
 
@@ -63,8 +65,9 @@ def test_the_live_table_selects_on_the_spaces_metric_and_prints_one_summary(make
     ui.summary(df, space)
     text = "".join(lines)
     assert "val acc" in text and "Pareto front (1 points, single runs: nothing confirmed yet)" in text
-    assert text.count("elsewhere on the front, at its own accuracy: 2.00x at 0.9000") == 1
-    assert "trial 2, budget 0.5, label_smoothing" in text
+    flat = " ".join(text.split())  # the console wraps long lines
+    assert flat.count("elsewhere on the front: trial 2 (label_smoothing, budget 0.5, 1 seed) is 2.00x faster at val "
+                      "acc 0.9000, one seed: not confirmed; test acc 0.9900 (held out)") == 1
 
 
 def test_the_headline_line_is_the_confirmed_curve_speedup_with_its_interval(make_space):

@@ -30,7 +30,9 @@ def test_report_rebuilds_everything(built_run, capsys):
     verdict = next(line for line in out.splitlines() if line.startswith("confirmed: "))
     assert verdict.startswith("confirmed: trial 4 (label_smoothing) is 2.00x faster [95% CI ")
     assert "than the baseline to the target test acc 0.9500" in verdict
-    assert "elsewhere on the frontier, at its own accuracy: 2.00x at test acc 95.00%" in out
+    elsewhere = next(line for line in out.splitlines() if line.startswith("elsewhere on the front: "))
+    assert elsewhere.startswith("elsewhere on the front: trial 4 (label_smoothing, budget 0.5, 3 seeds) is 2.00x ")
+    assert elsewhere.endswith("at test acc 0.9500, confirmed there")  # selected on test: no held-out figure
     assert "the search cost " in out and "it pays for itself after " in out
     assert (built_run / "index.html").is_file() and (built_run / "pareto.csv").is_file()
 
@@ -46,8 +48,8 @@ def test_report_prints_the_verdict_on_val_with_test_held_out(tmp_path, capsys):
     out = capsys.readouterr().out
     # the confirmed curve on val, then the held-out test mean of the recipe at its best budget (2: 0.97 - 0.01)
     assert "target val acc 0.9500" in out and "; test acc 96.00% at its best budget (held out)" in out
-    assert ("at its own accuracy: 2.00x at val acc 95.00% in 4 s, trial 4 (label_smoothing), test acc 94.00% "
-            "(held out)") in out
+    assert "elsewhere on the front: trial 4 (label_smoothing, budget 0.5, 3 seeds) is 2.00x faster" in out
+    assert "at val acc 0.9500, confirmed there; test acc 0.9400 (held out)" in out
     single = write_run_dir(tmp_path / "single", trials_frame(SEARCH_ROWS), meta=meta)
     assert main(["report", str(single)]) == 0
     out = capsys.readouterr().out
