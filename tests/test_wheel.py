@@ -1,6 +1,6 @@
 """The package as a user installs it: a wheel built from this tree, installed into a fresh venv with no index
 (its dependencies are this environment's, reached through a .pth file: no download, no 1.5-minute torch install),
-then ``recipesearch search digits --trials 15`` (the LR sweep and the baseline: the fewest the space takes)
+then ``recipesearch search digits_quick --trials 4`` (the shipped one-minute try: 2 baseline runs, 2 proposals)
 from an empty folder finds the shipped space inside the wheel and trains with the wheel's code (in-process: Ray
 workers import the package from the same site-packages; shipping code to Ray is tests/test_example_byo.py's)."""
 from __future__ import annotations
@@ -48,12 +48,12 @@ def test_the_wheel_carries_the_shipped_spaces_and_searches_from_an_empty_folder(
     assert Path(where).is_relative_to(venv), where  # the wheel's copy, not the clone's
     listed = subprocess.run([str(venv / "bin" / "recipesearch"), "spaces"], cwd=empty, env=env, check=True,
                             capture_output=True, text=True).stdout
-    assert "digits " in listed and str(venv) in listed
+    assert "digits " in listed and "digits_quick " in listed and str(venv) in listed
 
-    searched = subprocess.run([str(venv / "bin" / "recipesearch"), "search", "digits", "--trials", "15", "--out",
-                               "runs/digits", "--quiet", "--executor", "inprocess"], cwd=empty, env=env,
+    searched = subprocess.run([str(venv / "bin" / "recipesearch"), "search", "digits_quick", "--trials", "4",
+                               "--out", "runs/digits", "--quiet", "--executor", "inprocess"], cwd=empty, env=env,
                               capture_output=True, text=True, timeout=300)
     assert searched.returncode == 0, searched.stdout[-2000:] + searched.stderr[-3000:]
     with open(empty / "runs" / "digits" / "trials.csv", newline="") as f:
-        assert [t["state"] for t in csv.DictReader(f)] == ["COMPLETE"] * 15
+        assert [t["state"] for t in csv.DictReader(f)] == ["COMPLETE"] * 4
     assert (empty / "runs" / "digits" / "index.html").is_file()
