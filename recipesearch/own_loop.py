@@ -65,6 +65,7 @@ from recipesearch.hooks.events import Event
 from recipesearch.hooks.state import State
 from recipesearch.recipe import Recipe, load_recipe, recipe_from_dict
 from recipesearch.train import optim as _optim
+from recipesearch.train import schedule_free as _schedule_free
 from recipesearch.train.loop import _DTYPES as _AUTOCAST  # precision -> autocast dtype, one table for both loops
 from recipesearch.train.loop import soft_cross_entropy
 from recipesearch.train.schedule import LRSchedule
@@ -106,7 +107,7 @@ def build_schedule(recipe: Recipe | str | os.PathLike | dict[str, Any], steps_pe
     """The recipe's LR schedule: ``.factor(step)`` is the multiplier of the peak LR before optimizer step
     ``step`` (``recipesearch.train.optim.set_lr(optimizer, factor)`` applies it)."""
     recipe = as_recipe(recipe)
-    return LRSchedule(recipe.schedule, steps_per_epoch, total_steps(recipe, steps_per_epoch), recipe.budget)
+    return LRSchedule.of(recipe, steps_per_epoch, total_steps(recipe, steps_per_epoch))
 
 
 def apply(recipe: Recipe | str | os.PathLike | dict[str, Any], model: nn.Module, optimizer: OptimizerArg = None, *,
@@ -162,7 +163,7 @@ class RecipeRun:
         if s.steps_per_epoch < 1:
             raise ConfigError("steps_per_epoch", f"must be >= 1, got {s.steps_per_epoch}")
         s.total_steps = total_steps(s.recipe, s.steps_per_epoch)
-        s.schedule = LRSchedule(s.recipe.schedule, s.steps_per_epoch, s.total_steps, s.recipe.budget)
+        s.schedule = LRSchedule.of(s.recipe, s.steps_per_epoch, s.total_steps)
         s.forward_backward = self._forward_backward
 
     # ---- what the loop reads ---------------------------------------------------------------------------
@@ -211,6 +212,7 @@ class RecipeRun:
         if not self._started:
             self._started = True
             self.state.model.train()
+            _schedule_free.train_mode(self.state.optimizer)  # schedule-free: the model holds the weights it steps
             self._fire(Event.FIT_START)
 
     def epoch_start(self) -> None:
@@ -303,6 +305,8 @@ class RecipeRun:
             self.fit_start()
             if batches is not None:
                 self.state.train_loader = batches
+            # schedule-free: the averaged weights, BatchNorm statistics from the training batches (as SWA's)
+            _schedule_free.eval_mode(self.state.optimizer, self.state.model, self.state.train_loader)
             self._fire(Event.FIT_END)
             self._ended = True
         return self.eval_model()

@@ -56,9 +56,11 @@ class OptimizerSpec(_Strict):
     ``muon`` (``recipesearch/train/muon.py``, defaults from airbench94_muon.py) orthogonalises the momentum
     of the hidden conv/linear weight matrices; the first and last layers and the 1-D parameters are
     trained by ``muon_rest`` with the fields above (lr, momentum, nesterov, weight_decay, betas).
+    ``sgd_schedulefree`` / ``adamw_schedulefree`` (``recipesearch/train/schedule_free.py``, the ``schedulefree``
+    extra) evaluate a running average of the weights and take only the schedule's warmup, never its decay.
     """
 
-    name: Literal["sgd", "adamw", "muon"] = "sgd"
+    name: Literal["sgd", "adamw", "muon", "sgd_schedulefree", "adamw_schedulefree"] = "sgd"
     lr: float = Field(0.1, gt=0, description="peak learning rate, reached after warmup")
     momentum: float = Field(0.9, ge=0, lt=1)
     nesterov: bool = True

@@ -34,6 +34,7 @@ METHOD_FUNCTIONS: dict[str, list[str]] = {
     "alternating_flip": ["alternating_flip_batch", "first_epoch_flips"],
     "bce_loss": ["bce_loss", "init_classifier_bias"],
     "blurpool": ["apply_blurpool"],
+    "brightness_contrast": ["brightness_contrast_batch"],
     "bn_bias_lr": ["scale_bn_bias_grads"],
     "channels_last": ["apply_channels_last"],
     "colout": ["colout_batch"],

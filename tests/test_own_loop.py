@@ -30,7 +30,7 @@ from recipesearch.train.optim import DecoupledSGDW
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own_loop.py"
-EXPORTED_RECIPE = ROOT / "reports" / "examples" / "digits" / "recipes" / "e51fc683a6ef.yaml"  # blurpool+cl+mixup
+EXPORTED_RECIPE = ROOT / "examples" / "own_loop_recipe.yaml"  # blurpool+cl+mixup, exported by a digits search
 RESNET = {"name": "resnet8", "width": 0.5}
 
 

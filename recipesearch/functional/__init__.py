@@ -24,6 +24,7 @@ from __future__ import annotations
 from recipesearch.functional.averaging import ema_smoothing, ema_update, lookahead_sync, recompute_bn
 from recipesearch.functional.batches import (
     alternating_flip_batch,
+    brightness_contrast_batch,
     colout_batch,
     cutmix_batch,
     cutout_batch,
@@ -59,6 +60,7 @@ from recipesearch.functional.optimization import (
 
 __all__ = [
     "alternating_flip_batch",
+    "brightness_contrast_batch",
     "apply_blurpool",
     "apply_channels_last",
     "apply_ghost_batchnorm",

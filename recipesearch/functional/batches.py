@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from recipesearch.algorithms import alternating_flip as _alternating_flip
+from recipesearch.algorithms import brightness_contrast as _brightness_contrast
 from recipesearch.algorithms import colout as _colout
 from recipesearch.algorithms import cutmix as _cutmix
 from recipesearch.algorithms import cutout as _cutout
@@ -23,6 +24,7 @@ from recipesearch.algorithms._augment_ops import RANDAUGMENT_SPACE, WIDE_SPACE
 
 __all__ = [
     "alternating_flip_batch",
+    "brightness_contrast_batch",
     "colout_batch",
     "cutmix_batch",
     "cutout_batch",
@@ -82,6 +84,29 @@ def cutmix_batch(x: Tensor, y: Tensor, alpha: float, num_classes: int,
         (torch.Size([4, 3, 8, 8]), torch.Size([4, 4]), True)
     """
     return _cutmix.cutmix_batch(x, y, alpha, num_classes, generator)
+
+
+def brightness_contrast_batch(x: Tensor, brightness: float = 0.2, contrast: float = 0.2,
+                              generator: torch.Generator | None = None, *, mean: Stats | None = None,
+                              std: Stats | None = None) -> Tensor:
+    """Brightness/contrast jitter (the 2025 CIFAR-10 record): each image's brightness, then contrast, scaled by its
+    own factor, uniform in 1 ± strength, in [0, 1] pixel units.
+
+    Args:
+        x: the batch ``[B, C, H, W]``, normalised with ``mean``/``std`` (None: already in [0, 1]).
+        brightness: strength of the brightness factor, in [0, 1] (0: unchanged).
+        contrast: strength of the contrast factor, in [0, 1] (0: unchanged).
+        generator: random source (the global torch RNG when None).
+        mean: the per-channel mean ``x`` was normalised with (None: ``x`` is in [0, 1]).
+        std: the per-channel std ``x`` was normalised with.
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> out = brightness_contrast_batch(torch.full((2, 1, 4, 4), 0.5), 0.2, 0.0, g)
+        >>> out.shape, bool(((out >= 0.4) & (out <= 0.6)).all())
+        (torch.Size([2, 1, 4, 4]), True)
+    """
+    return _brightness_contrast.brightness_contrast_batch(x, brightness, contrast, generator, mean=mean, std=std)
 
 
 def cutout_batch(x: Tensor, length_fraction: float = 0.5, generator: torch.Generator | None = None) -> Tensor:

@@ -42,7 +42,7 @@ from recipesearch.hooks.state import State
 from recipesearch.models import create_model
 from recipesearch.models.registry import TV_PREFIX
 from recipesearch.recipe import Recipe
-from recipesearch.train import checkpoint, distributed, distributed_checkpoint
+from recipesearch.train import checkpoint, distributed, distributed_checkpoint, schedule_free
 from recipesearch.train.checkpointing import Checkpoints, OnCheckpoint
 from recipesearch.train.evaluation import evaluate
 from recipesearch.train.optim import build_optimizer, set_lr
@@ -168,7 +168,7 @@ class Trainer:
             distributed.reseed_rank(recipe.seed, self.rank)  # weights alike, augmentations not
         s.steps_per_epoch = len(s.train_loader)
         s.total_steps = max(1, round(recipe.epochs * s.steps_per_epoch))
-        s.schedule = LRSchedule(recipe.schedule, s.steps_per_epoch, s.total_steps, recipe.budget)
+        s.schedule = LRSchedule.of(recipe, s.steps_per_epoch, s.total_steps)
         s.forward_backward = lambda: self._forward_backward(fire=False)
         self.rungs = Rungs(tuple(rungs), on_rung, rung_split, s.total_steps, self.rank, self.world)
         self.checkpoints = Checkpoints(checkpoint_every, checkpoint_dir, on_checkpoint, self.warnings, self.rank,
@@ -275,6 +275,7 @@ class Trainer:
         # data-parallel: a step skipped on one rank only would set the ranks' weights apart (train/distributed.py)
         agree_skips = self.world > 1 and any(getattr(a, "skips_steps", False) for a in self.algorithms)
         s.model.train()
+        schedule_free.train_mode(s.optimizer)  # a schedule-free optimizer: the model holds the weights it steps
         clock.start()  # FIT_START's work (EMA's copy, patch whitening's estimate) is training
         resuming, checkpoints.position = checkpoints.position, None
         if resuming is None:
@@ -312,7 +313,8 @@ class Trainer:
                     self._run_hooks(batch_end, _BATCH_END)
                 losses.check(s.step, loss, last=s.step == s.total_steps)
                 if s.step in rung_at:
-                    self.rungs.report(rung_at[s.step], s, clock, losses, checkpoints.prior_seconds)
+                    with schedule_free.averaged(s.optimizer):  # evaluated at the averaged weights, if any
+                        self.rungs.report(rung_at[s.step], s, clock, losses, checkpoints.prior_seconds)
                 if checkpoints.every is not None and s.step < s.total_steps and checkpoints.due(s.step):
                     checkpoints.write(s, self.algorithms, self.recipe.id(), self.rungs.seconds, clock, losses)
             self.fire(Event.EPOCH_END)
@@ -321,6 +323,9 @@ class Trainer:
                 losses.drain()
                 self.on_epoch_end(s, {"epoch": s.epoch, "loss": float(s.loss.detach()), "step": s.step})
             s.epoch += 1
+        # schedule-free: the averaged weights, their BatchNorm statistics recomputed (training time), before
+        # FIT_END's methods (EMA/SWA's copies, flip TTA's wrapper) choose what is evaluated
+        schedule_free.eval_mode(s.optimizer, s.model, s.train_loader)
         self.fire(Event.FIT_END)
         seconds, data_seconds = clock.stop()
         losses.drain()  # CUDA: the last step's loss, read after the FIT_END sync

@@ -1,5 +1,6 @@
 """Optimizers of a strong baseline: SGD with Nesterov momentum and decoupled weight decay, or AdamW; or Muon
-for the hidden weight matrices with one of those for the rest (``recipesearch/train/muon.py``)."""
+for the hidden weight matrices with one of those for the rest (``recipesearch/train/muon.py``); or the schedule-free
+SGD and AdamW (``recipesearch/train/schedule_free.py``)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -9,6 +10,7 @@ import torch
 from torch import nn
 
 from recipesearch.recipe import OptimizerSpec
+from recipesearch.train import schedule_free
 from recipesearch.train.muon import Muon, muon_params
 
 _NS_DTYPES = {"auto": None, "bf16": torch.bfloat16, "fp32": torch.float32}
@@ -30,6 +32,14 @@ OPTIMIZERS: dict[str, OptimizerInfo] = {
     "adamw": OptimizerInfo("Adam with decoupled weight decay",
                            "Loshchilov & Hutter 2019, Decoupled Weight Decay Regularization",
                            ("lr", "betas", "weight_decay", "decay_norm_and_bias")),
+    "sgd_schedulefree": OptimizerInfo("Schedule-free SGD: momentum as an interpolation with a running average of "
+                                      "the weights, evaluated at the average; the schedule's decay is not applied",
+                                      "Defazio et al. 2024, The Road Less Scheduled; the schedulefree package",
+                                      ("lr", "momentum", "weight_decay", "decay_norm_and_bias")),
+    "adamw_schedulefree": OptimizerInfo("Schedule-free AdamW (AlgoPerf 2024 self-tuning track's winner): as above, "
+                                        "with Adam's second moments",
+                                        "Defazio et al. 2024, The Road Less Scheduled; the schedulefree package",
+                                        ("lr", "betas", "weight_decay", "decay_norm_and_bias")),
     "muon": OptimizerInfo("Nesterov momentum orthogonalised by Newton-Schulz for hidden conv/linear weights; "
                           "muon_rest (sgd/adamw, fields above) for first/last layers and 1-D params",
                           "Jordan et al. 2024, Muon: An optimizer for hidden layers in neural networks; "
@@ -86,6 +96,9 @@ def build_optimizer(spec: OptimizerSpec, model: nn.Module) -> torch.optim.Optimi
         return Muon(matrices, lr=spec.muon_lr, momentum=spec.muon_momentum, nesterov=True, ns_steps=spec.ns_steps,
                     weight_decay=spec.weight_decay, normalize=spec.muon_normalize,
                     ns_dtype=_NS_DTYPES[spec.ns_precision], rest=rest)
+    if spec.name in schedule_free.NAMES:
+        return schedule_free.build(spec.name, param_groups(model, spec.decay_norm_and_bias), spec.lr, spec.momentum,
+                                   spec.betas, spec.weight_decay)
     return _elementwise(spec.name, spec, param_groups(model, spec.decay_norm_and_bias))
 
 

@@ -9,21 +9,33 @@ from __future__ import annotations
 import bisect
 import math
 
-from recipesearch.recipe import ScheduleSpec
+from recipesearch.recipe import Recipe, ScheduleSpec
 
 
 class LRSchedule:
     """Maps a global step to an LR factor; the trainer calls it once per step (``set_lr``)."""
 
-    def __init__(self, spec: ScheduleSpec, steps_per_epoch: int, total_steps: int, budget: float = 1.0):
+    def __init__(self, spec: ScheduleSpec, steps_per_epoch: int, total_steps: int, budget: float = 1.0,
+                 decay: bool = True):
         self.spec = spec
+        self.decay = decay  # False for a schedule-free optimizer: its averaging anneals; the warmup alone applies
         self.total_steps = max(1, total_steps)
         per_epoch = steps_per_epoch * budget  # dilation: an epoch of the spec lasts `budget` epochs
         self.warmup_steps = min(self.total_steps, round(spec.warmup_epochs * per_epoch))
         self.milestones = [round(m * per_epoch) for m in spec.milestones]
 
+    @classmethod
+    def of(cls, recipe: Recipe, steps_per_epoch: int, total_steps: int) -> LRSchedule:
+        """``recipe``'s schedule, dilated by its budget; its decay dropped under a schedule-free optimizer."""
+        from recipesearch.train.schedule_free import NAMES
+
+        decay = recipe.optimizer.name not in NAMES
+        return cls(recipe.schedule, steps_per_epoch, total_steps, recipe.budget, decay=decay)
+
     def factor(self, step: int) -> float:
         s = self.spec
+        if not self.decay:
+            return (step + 1) / self.warmup_steps if step < self.warmup_steps else 1.0
         if s.name == "onecycle":
             return self._onecycle(step)
         if step < self.warmup_steps:  # 1) linear warmup from ~0 to the peak

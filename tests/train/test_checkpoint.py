@@ -14,7 +14,7 @@ from recipesearch.train.loop import Trainer
 
 # Two recipes (the pairs refused together are split between them): averaged copies (EMA, SWA), slow weights
 # (Lookahead), a second pass (SAM), batch mixing (MixUp, CutMix), random depth, layer freezing, resizing,
-# dropped samples (selective backprop), whitened stem (patch whitening), Muon with its AdamW rest.
+# dropped samples (selective backprop), whitened stem (patch whitening), Muon with its AdamW rest; schedule-free SGD.
 STATEFUL = {
     "ema-sam": ({"ema": {}, "lookahead": {}, "sam": {}, "mixup": {"alpha": 0.2}, "stochastic_depth": {},
                  "layer_freezing": {}, "progressive_resizing": {}, "patch_whitening": {}, "label_smoothing": {}},
@@ -22,6 +22,9 @@ STATEFUL = {
     "swa-muon": ({"swa": {"swa_start": 0.5}, "selective_backprop": {}, "cutmix": {}, "layer_freezing": {},
                   "progressive_resizing": {}, "channels_last": {}},
                  {"optimizer": {"name": "muon", "lr": 0.02}}),
+    # schedule-free SGD: its z sequence and running weight sum in the optimizer's state, EMA beside it
+    "ema-schedulefree": ({"ema": {}, "mixup": {"alpha": 0.2}, "label_smoothing": {}},
+                         {"optimizer": {"name": "sgd_schedulefree", "lr": 0.3}}),
 }
 STEPS_PER_EPOCH = 1438 // 64  # digits train split, batch 64
 
