@@ -47,7 +47,10 @@ CANDIDATES: dict[str, tuple[str, str]] = {
 }
 GPU_ONLY = {"mixed_precision": "a GPU speed-up, and this machine trains on the CPU"}
 BUDGETS = (0.5, 1, 2)  # x the base's epochs: a curve each side of today's training
-OVERHEAD = 0.8  # the share of the hours left for training: evaluation, start-up and scheduling take the rest
+OVERHEAD = 0.8  # the share of the hours left for trials: the driver's start-up, stage changes and report take the rest
+# Seconds a trial costs beside its training on Ray (scheduling, reporting, its result written): 65 s over the 63
+# trials of the digits demo (2026-11-28); the trial's own evaluation and model build are measured with the epoch.
+TRIAL_SECONDS = 1.0
 SEARCH_SHARE = 2.5  # a search budget of at least 2.5x what the baseline alone takes: room to propose and confirm
 
 
@@ -88,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     gpu = torch.cuda.is_available()
     concurrency = torch.cuda.device_count() if gpu else max(1, os.cpu_count() or 1)
     base = _base(args, gpu)
-    epoch_seconds = _one_epoch(base)
-    epochs, trainings = _size(args, epoch_seconds, concurrency)
+    epoch_seconds, trial_seconds = _one_epoch(base)
+    epochs, trainings = _size(args, epoch_seconds, trial_seconds + TRIAL_SECONDS, concurrency)
     base["max_duration"] = epochs
     fitting, left_out = _methods(base, gpu)
 
@@ -131,29 +134,35 @@ def _base(args: argparse.Namespace, gpu: bool) -> dict[str, Any]:
     return base
 
 
-def _one_epoch(base: dict[str, Any]) -> float:
-    """Seconds one epoch of the base recipe trains, as a trial trains it (``train_seconds``: no evaluation)."""
+def _one_epoch(base: dict[str, Any]) -> tuple[float, float]:
+    """(seconds one epoch of the base recipe trains, as a trial trains it (``train_seconds``: no evaluation);
+    seconds the rest of that run took: building the model, evaluating it)."""
+    import time
+
     from recipesearch.recipe import recipe_from_dict
     from recipesearch.train.loop import Trainer
 
     recipe = recipe_from_dict({**base, "max_duration": 1, "schedule": {"name": "cosine"}}, source="recipesearch init")
     print(f"training one epoch of {recipe.model.name} on {recipe.data.name} to size the search ...", file=sys.stderr)
-    return Trainer(recipe).fit().train_seconds
+    started = time.perf_counter()
+    result = Trainer(recipe).fit()
+    return result.train_seconds, max(0.0, time.perf_counter() - started - result.train_seconds)
 
 
-def _size(args: argparse.Namespace, epoch_seconds: float, concurrency: int) -> tuple[float, int]:
-    """(epochs at budget 1, search budget in trainings of the baseline at budget 1) that fit --hours."""
+def _size(args: argparse.Namespace, epoch_seconds: float, per_trial: float, concurrency: int) -> tuple[float, int]:
+    """(epochs at budget 1, search budget in trainings of the baseline at budget 1) that fit --hours: each training
+    takes its epochs plus ``per_trial`` seconds (the trial's evaluation, model and scheduling)."""
     seconds = args.hours * 3600 * concurrency * OVERHEAD
     floor = SEARCH_SHARE * _minimum_trainings()
-    fitted = seconds / (floor * epoch_seconds)  # the most epochs a training may take
+    fitted = (seconds / floor - per_trial) / epoch_seconds  # the most epochs a training may take
     if args.epochs is not None and args.epochs > fitted or fitted < 1:
         epochs = args.epochs or 1
-        need = floor * epochs * epoch_seconds / (3600 * concurrency * OVERHEAD)
+        need = floor * (epochs * epoch_seconds + per_trial) / (3600 * concurrency * OVERHEAD)
         raise UserError(f"--hours: {args.hours:g} h cannot hold a search at {epochs:g} epoch(s) of "
                         f"{epoch_seconds:.1f} s with {concurrency} at a time: at least {need:.2g} h"
                         + (", or fewer --epochs" if args.epochs else ""))
     epochs = args.epochs or min(10, math.floor(fitted))
-    return epochs, math.floor(seconds / (epochs * epoch_seconds))
+    return epochs, math.floor(seconds / (epochs * epoch_seconds + per_trial))
 
 
 def _minimum_trainings() -> float:
