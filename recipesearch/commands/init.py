@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _base(args: argparse.Namespace, gpu: bool) -> dict[str, Any]:
-    """The base recipe as a mapping: a strong plain baseline (SGD + Nesterov, decoupled weight decay, warmup and
-    cosine), no speed-up methods, the user's --set fields on top."""
+    """The base recipe as a mapping: a strong plain baseline (SGD + Nesterov, decoupled weight decay, a cosine
+    decay stepped every batch), no speed-up methods, the user's --set fields on top."""
     from recipesearch.recipe import recipe_from_dict, set_dotted
 
     def stem(name: str) -> str:
