@@ -108,3 +108,19 @@ def test_hours_too_short_for_the_epochs_asked_is_one_line_naming_the_need(capsys
     assert code == 2 and err.count("error:") == 1 and err.endswith("\n") and "Traceback" not in err, err
     assert "error: --hours: 0.001 h cannot hold a search at 50 epoch(s)" in err and "or fewer --epochs" in err
     assert not (tmp_path / "s.yaml").exists()
+
+
+def test_the_hours_hold_the_epochs_and_each_trials_overhead():
+    from argparse import Namespace
+
+    from recipesearch.commands.init import OVERHEAD, SEARCH_SHARE, _minimum_trainings, _size
+
+    seconds = 3600 * 2 * OVERHEAD  # an hour, two trials at a time
+    epochs, trainings = _size(Namespace(hours=1.0, epochs=None), 0.5, 2.0, 2)
+    assert epochs == 10 and trainings == int(seconds // (10 * 0.5 + 2.0))  # 5 s of epochs + 2 s beside them
+    # fewer epochs where the hours cannot hold SEARCH_SHARE x the baseline's trainings at 10
+    epochs, trainings = _size(Namespace(hours=0.05, epochs=None), 1.0, 2.0, 2)
+    floor = SEARCH_SHARE * _minimum_trainings()
+    assert epochs == int((seconds * 0.05 / floor - 2.0) // 1.0) == 6 and trainings >= floor
+    with pytest.raises(Exception, match="--hours: 0.05 h cannot hold a search at 20 epoch"):
+        _size(Namespace(hours=0.05, epochs=20), 1.0, 2.0, 2)
