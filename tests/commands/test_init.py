@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from recipesearch.engine.method_fit import check_methods_fit
+from recipesearch.errors import UserError
 from recipesearch.space import load_space
 from tests.conftest import call_cli
 
@@ -122,5 +123,5 @@ def test_the_hours_hold_the_epochs_and_each_trials_overhead():
     epochs, trainings = _size(Namespace(hours=0.05, epochs=None), 1.0, 2.0, 2)
     floor = SEARCH_SHARE * _minimum_trainings()
     assert epochs == int((seconds * 0.05 / floor - 2.0) // 1.0) == 6 and trainings >= floor
-    with pytest.raises(Exception, match="--hours: 0.05 h cannot hold a search at 20 epoch"):
+    with pytest.raises(UserError, match="--hours: 0.05 h cannot hold a search at 20 epoch"):
         _size(Namespace(hours=0.05, epochs=20), 1.0, 2.0, 2)
