@@ -122,16 +122,23 @@ class Frontier:
             return float("nan")
         return float(mine.sort_values(self.metric, ascending=False).iloc[0]["test_accuracy_mean"])
 
+    def point(self, number: int, budget: float) -> pd.Series | None:
+        """The seed-mean point of trial ``number``'s recipe at ``budget`` (``points``); None when there is none."""
+        key = self.trials.loc[self.trials["number"] == number, "recipe_key"]
+        if key.empty:
+            return None
+        mine = self.points[(self.points["recipe_key"] == key.iloc[0])
+                           & np.isclose(self.points["budget"].astype(float), float(budget))]
+        return mine.iloc[0] if len(mine) else None
+
     def elsewhere_text(self) -> str:
         """``headline.elsewhere`` as the CLI and ``recipesearch report`` print it: chosen on validation, the point's
         held-out test accuracy after it (here, not in the headline, which nothing of test may touch)."""
         h = self.headline
         if not h.elsewhere or self.metric != VAL_ACCURACY:
             return h.elsewhere
-        key = self.trials.loc[self.trials["number"] == h.front_number, "recipe_key"]
-        point = self.points[(self.points["recipe_key"] == key.iloc[0])
-                            & np.isclose(self.points["budget"].astype(float), h.front_budget)] if len(key) else key
-        test = float(point["test_accuracy_mean"].iloc[0]) if len(point) else float("nan")
+        point = self.point(h.front_number, h.front_budget)
+        test = float(point["test_accuracy_mean"]) if point is not None else float("nan")
         return h.elsewhere + (f"; test acc {test:.4f} (held out)" if math.isfinite(test) else "")
 
 

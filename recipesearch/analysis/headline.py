@@ -158,8 +158,8 @@ _STATUS_WORDS = {"recipe_short": "never reaches the target", "beyond_baseline": 
 def _elsewhere(h: Headline, top: pd.Series | None, metric: str) -> str:
     """'elsewhere on the front: trial 41 (mixup, budget 0.25, 3 seeds) is 2.25x faster [95% CI 1.59-3.79] at val acc
     0.9100, confirmed there': the largest point speedup, labelled with its own accuracy; '' when there is none. The
-    one wording of the CLI, the report command and run.json (which add the held-out test figure: never here, where
-    nothing may depend on test)."""
+    one wording of the CLI, the report command and run.json (the first two add the held-out test figure after it,
+    ``Frontier.elsewhere_text``: never here, where nothing may depend on test)."""
     if top is None:
         return ""
     seeds = int(top["n_seeds"]) if "n_seeds" in top and math.isfinite(float(top["n_seeds"])) else 1

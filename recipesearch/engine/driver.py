@@ -61,9 +61,9 @@ class SearchDriver:
     def __init__(self, space: SearchSpace, options: SearchOptions, ui: SearchUI | None = None):
         self.space, self.opts = space, options
         self.n_trials = self._trial_budget(space, options)
-        self.budget = budget_from_options(space, options)
-        self.warm: WarmStart | None = None  # --warm-start / warm_start: read in run(), before anything is written
         self.concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
+        self.budget = budget_from_options(space, options, self.concurrency)
+        self.warm: WarmStart | None = None  # --warm-start / warm_start: read in run(), before anything is written
         self.space, self.resources = space, resources = checked_options(space, options)
         self.trial_resources: TrialResources | None = None  # resolved once Ray is up
         if ui is None:

@@ -153,10 +153,9 @@ class SearchBudget:
                f"{reference_budget(self.space.budgets):g}"
 
 
-def budget_from_options(space: SearchSpace, options: SearchOptions) -> SearchBudget | None:
+def budget_from_options(space: SearchSpace, options: SearchOptions, concurrency: int) -> SearchBudget | None:
     """--time-budget, else --search-budget or the space's ``search_budget``; None: neither. A bad value is one
-    line naming its flag (or key)."""
-    concurrency = int(options.concurrency if options.concurrency is not None else space.concurrency)
+    line naming its flag (or key). ``concurrency``: the trials at a time the driver runs."""
     if options.time_budget is not None:
         if options.search_budget is not None:
             raise UserError("--time-budget and --search-budget: give one of them")

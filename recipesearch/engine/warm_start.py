@@ -99,11 +99,16 @@ def _value(raw: Any) -> Any:
     return raw
 
 
+def row_params(row: pd.Series) -> dict[str, Any]:
+    """A trials.csv row's parameters (its ``params_*`` cells that are set) as the values they were."""
+    return {c[len("params_"):]: _value(v) for c, v in row.items()
+            if c.startswith("params_") and not (isinstance(v, float) and math.isnan(v))}
+
+
 def map_params(row: pd.Series, space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
     """This space's params for an earlier trial's row (``params_*`` columns), and the names of the earlier
     parameters it could not keep."""
-    earlier = {c[len("params_"):]: _value(v) for c, v in row.items()
-               if c.startswith("params_") and not (isinstance(v, float) and math.isnan(v))}
+    earlier = row_params(row)
     if "budget" in earlier and not any(_same_number(earlier["budget"], b) for b in space.budgets):
         earlier["budget"] = min(space.budgets, key=lambda b: abs(math.log(float(b) / float(earlier["budget"]))))
     base = space.complete({})
@@ -176,10 +181,9 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
             dropped.update(lost)
             if space.is_baseline(params) or any(r.params == params for r in recipes):
                 continue  # nothing left of it but the baseline, or a recipe already taken
-            point = f.points[(f.points["recipe_key"] == keys.get(number))
-                             & np.isclose(f.points["budget"].astype(float), float(row["budget"]))]
-            metric = float(point[f.metric].iloc[0]) if len(point) else float(row[f.metric])
-            seconds = float(point["train_seconds"].iloc[0]) if len(point) else float(row["train_seconds"])
+            point = f.point(number, float(row["budget"]))
+            metric = float((row if point is None else point)[f.metric])
+            seconds = float((row if point is None else point)["train_seconds"])
             recipes.append(WarmRecipe(params, f"{run_dir} trial {number}", confirmed, metric, seconds))
         if dropped:
             notes.append(f"--warm-start {run_dir}: parameters this space does not have or cannot hold were dropped: "
@@ -195,12 +199,9 @@ def proxy_ranking(warm: list[dict[str, Any]], trials: pd.DataFrame, metric: str)
 
     if "params_budget" not in trials:
         return None
-    columns = [c for c in trials.columns if c.startswith("params_")]
     here = {}
     for _, row in trials[trials["state"] == "COMPLETE"].iterrows():
-        params = {c[len("params_"):]: _value(row[c]) for c in columns
-                  if not (isinstance(row[c], float) and math.isnan(row[c]))}
-        here.setdefault(params_key(params), (float(row[metric]), float(row["train_seconds"])))
+        here.setdefault(params_key(row_params(row)), (float(row[metric]), float(row["train_seconds"])))
     pairs = [(w["metric"], w["train_seconds"], *here[params_key(w["params"])]) for w in warm
              if params_key(w["params"]) in here]
     if len(pairs) < 3:

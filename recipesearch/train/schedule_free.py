@@ -71,10 +71,8 @@ def eval_mode(optimizer: object, model: nn.Module | None = None, batches: Iterab
     if not is_schedule_free(optimizer):
         return
     optimizer.eval()  # type: ignore[attr-defined]
-    if model is not None and batches is not None:  # torch's SWA pass: exact averages, momentum restored after
-        was_training = model.training
+    if model is not None and batches is not None:  # torch's SWA pass: exact averages; mode and momentum restored
         update_bn(itertools.islice(batches, BN_BATCHES), model)
-        model.train(was_training)
 
 
 @contextmanager
