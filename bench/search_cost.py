@@ -1,17 +1,17 @@
-"""What a search costs to its first claim at the target: today's digits plan against the levers, side by side.
+"""What a search costs to its first claim at the target: the digits plan before and after the levers, side by side.
 
 Each arm is a real search of ``search_spaces/digits.yaml`` (``make demo``'s) on the local Ray, the arms one after
 the other in one run, with the changes below; what it spent comes from its run.json ``payback`` (trainings of its
 own baseline at budget 1, by stage) and its verdict from its headline at the default target (the baseline at
 budget 1):
 
-- ``today``: the space as shipped: 3 baseline seeds, then the paired baseline again in the confirmation, fixed
-  3 confirmation seeds, 40 trials;
-- ``levers``: the baseline paid once (``baseline.seeds: 1``: the early curve only guides the sampler, the paired
-  baseline is the one claims are measured against), ``confirm: {seeds: 2, sequential: true, top_k: 2}`` and
-  ``search_budget: 30``;
-- ``levers, budgets <= 1``: the same without budget 2 (a default target at budget 1 needs no baseline run past it;
-  a budget-2 run costs two trainings).
+- ``today``: the plan before the probe: the space as shipped with ``confirm.paired_baseline: full`` (the baseline
+  re-run at every budget with the confirmation's 3 seeds beside the candidates), fixed 3 confirmation seeds;
+- ``probe``: the space as shipped (``paired_baseline: probe``: one baseline run re-timed beside the candidates; the
+  rest only if the machine's speed moved; claims measured against the baseline stage's 3 seeds);
+- ``probe, budgets <= 1, sequential``: the same without budget 2 (the default target, the baseline at budget 1,
+  needs no run past it, and a budget-2 run costs two trainings), ``confirm: {top_k: 3, sequential: true}`` (a 4th
+  seed only for a candidate still undecided) and ``search_budget: 30``.
 
 *Cost to the first confirmed claim*: the search's trainings when its headline is confirmed at the target, else
 "none" (nothing confirmed there).
@@ -24,16 +24,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from bench.common import ROOT, environment, save_result
 
 NAME = "search_cost"
-TITLE = "Search cost to the first confirmed claim at the target: today's digits plan against the levers"
+TITLE = "Search cost to the first confirmed claim at the target: the digits plan against the levers"
 SPACE = ROOT / "search_spaces" / "digits.yaml"
-LEVERS = {"baseline": {"seeds": 1, "tune_lr": True}, "confirm": {"top_k": 2, "seeds": 2, "sequential": True,
-                                                                 "max_share": 0.55}, "search_budget": 30}
-ARMS = {"today": {}, "levers": LEVERS, "levers, budgets <= 1": {**LEVERS, "budgets": [0.25, 0.5, 1]}}
+LEAN = {"budgets": [0.25, 0.5, 1], "confirm": {"top_k": 3, "seeds": 3, "sequential": True, "max_share": 0.55},
+        "search_budget": 30}
+ARMS = {"today": {"confirm": {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}}, "probe": {},
+        "probe, budgets <= 1, sequential": LEAN}
 
 
 def _space(changes: dict[str, Any], folder: Path) -> Path:
@@ -57,20 +59,22 @@ def run(quick: bool = False, out: str = "runs/search_cost") -> dict[str, Any]:
         started = time.time()
         result = recipesearch.search(space, out=folder / "run", force=True, quiet=True)
         meta = json.loads((folder / "run" / "run.json").read_text())
+        rows = pd.read_csv(folder / "run" / "trials.csv")
+        paired = int((rows["stage"].eq("confirm") & rows["is_baseline"].astype(bool)).sum())
         h = result.headline
         arms.append({"arm": name, "changes": changes, "wall_seconds": time.time() - started,
                      "trials": len(result.trials), "payback": meta.get("payback"), "verdict": h.verdict,
                      "confirmed": bool(h.confirmed), "speedup": h.speedup if h.confirmed else None,
                      "ci": [h.speedup_ci_low, h.speedup_ci_high] if h.confirmed else None,
                      "target": h.baseline_accuracy, "elsewhere": h.elsewhere,
-                     "first_look": (meta.get("confirmation") or {}).get("first_look")})
+                     "first_look": (meta.get("confirmation") or {}).get("first_look"), "paired_runs": paired})
     return {"environment": env, "quick": quick, "arms": arms, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
 
 def render(result: dict[str, Any]) -> str:
     lines = [__doc__.split("\n\n", 1)[1].strip(), "",
-             "| arm | trials | trainings (baseline at budget 1) | by stage | verdict at the target | cost to the first "
-             "confirmed claim | pays for itself after |", "|---|---|---|---|---|---|---|"]
+             "| arm | trials | paired baseline runs | trainings (baseline at budget 1) | by stage | verdict at the target "
+             "| cost to the first confirmed claim | pays for itself after |", "|---|---|---|---|---|---|---|---|"]
     words = {"tune": "sweep", "baseline": "baseline", "search": "proposals", "confirm": "confirmation"}
     for a in result["arms"]:
         p = a["payback"] or {}
@@ -80,7 +84,8 @@ def render(result: dict[str, Any]) -> str:
                    else a["verdict"].split(":")[0])
         cost = f"{p['search_trainings']:.1f}" if a["confirmed"] else "none"
         even = f"{p['break_even_trainings']:.0f} trainings" if p.get("break_even_trainings") else "-"
-        lines.append(f"| {a['arm']} | {a['trials']} | {p.get('search_trainings', float('nan')):.1f} | {stages} | "
+        lines.append(f"| {a['arm']} | {a['trials']} | {a.get('paired_runs', '-')} | "
+                     f"{p.get('search_trainings', float('nan')):.1f} | {stages} | "
                      f"{verdict} (target {a['target']:.4f}) | {cost} | {even} |")
     lines += ["", "Verdicts in full:", ""] + [f"- {a['arm']}: {a['verdict']}; {a['elsewhere']}" for a in result["arms"]]
     if result.get("note"):

@@ -7,6 +7,13 @@ confirmation stage therefore trains the baseline again, interleaved with the can
 the early baseline covers with at least ``MIN_SEEDS`` seeds, confirmed speedups and the headline are
 measured against them, and the early baseline (which the sampler was guided by) is kept for comparison:
 where the two differ beyond their intervals at some budget, the machine's speed moved during the search.
+
+Re-running the whole baseline costs as much as confirming a recipe (on the digits demo, 11 of its 45 trainings),
+and on a machine whose speed held it re-measures what is known: a run's accuracy is fixed by its seed. So by
+default (``confirm.paired_baseline: probe``) the confirmation re-runs one baseline run, at the reference budget,
+first: the *probe*. Only when its time moved beyond what the early runs there predict (``probe_moved``) is the
+rest of the paired baseline queued; otherwise claims are measured against the early baseline. A machine that
+slows down after the probe only makes the candidates look slower, which no claim gains from.
 Pure pandas/numpy.
 """
 from __future__ import annotations
@@ -18,6 +25,11 @@ from recipesearch.analysis.seeds import curve_by_budget
 
 PAIRED_STAGE = "confirm"
 MIN_SEEDS = 2  # a paired baseline point with one seed has no interval: not yet a curve to compare against
+# A probe within this fraction of the early runs' mean time (geometric) at its budget has not moved. Runs of the
+# digits baseline side by side on an idle machine differ by 2-4 % (sd over 20 seeds, reports/bench/
+# null_table_digits.csv), so a probe 15 % away is a change of the machine, not noise; a change smaller than this
+# that goes unseen moves a claim's speedup by as much at most.
+PROBE_TOLERANCE = 0.15
 SHIFT_COLUMNS = ("budget", "early_seconds", "early_ci_low", "early_ci_high", "paired_seconds", "paired_ci_low",
                  "paired_ci_high", "moved")  # fmt: skip
 
@@ -65,3 +77,14 @@ def shift_warning(shift: pd.DataFrame) -> str | None:
              for r in moved.itertuples()]
     return ("the baseline's times moved during the search beyond their intervals (" + "; ".join(parts) + "): the "
             "machine's speed changed; speedups are measured against the baseline re-run beside the candidates")
+
+
+def probe_moved(early_seconds: np.ndarray | list[float], probe_seconds: float) -> bool:
+    """Whether one new run of the baseline took a time more than ``PROBE_TOLERANCE`` away from the geometric mean
+    of the early runs of the same params. With no early time to compare with, it has moved (the full paired
+    baseline is the safe side)."""
+    early = np.asarray(early_seconds, dtype=float)
+    early = early[np.isfinite(early) & (early > 0)]
+    if len(early) == 0 or not probe_seconds > 0:
+        return True
+    return abs(float(np.log(probe_seconds)) - float(np.log(early).mean())) > float(np.log1p(PROBE_TOLERANCE))

@@ -15,7 +15,10 @@ skipped for a cheaper one.
 
 The stage also runs the baseline again beside the candidates (the *paired baseline*: every budget, the
 confirmation's seeds, interleaved with the candidates' runs, ``interleave``), so confirmed speedups compare
-times measured at the same moment on the same machine; its runs count towards ``max_share``. A run's
+times measured at the same moment on the same machine; its runs count towards ``max_share``. With
+``confirm.paired_baseline: probe`` (the default) only one of its runs is planned, first: the probe, at the
+reference budget; ``check_probe`` queues the rest once the probe's time says the machine's speed moved
+(analysis/paired_baseline.py). A run's
 estimated compute is the candidate's own train_seconds scaled as the
 baseline's mean train_seconds (``Frontier.baseline_points``) scale between the two budgets (short runs
 cost more than their share of epochs: warm-up, per-epoch overhead), or by the budget ratio where the
@@ -34,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from optuna.trial import FrozenTrial
 
+from recipesearch.analysis.target import reference_budget
 from recipesearch.engine import study as st
-from recipesearch.engine.queueing import enqueue
+from recipesearch.engine.queueing import enqueue, tuned_lr
 from recipesearch.engine.trial_rows import trials_frame
 
 if TYPE_CHECKING:
@@ -78,8 +82,10 @@ class ConfirmPlan:
                 f" ({len(self.skipped)} non-dominated, none within the compute share or search budget left: "
                 f"{self.allowed_seconds:.1f} s)" if self.skipped else "")
         paired = sum(r.is_baseline for r in self.runs)
+        beside = "one baseline run to check the machine's speed" if paired == 1 else f"the baseline beside them " \
+            f"({paired} runs)"
         return (f"confirmation: {len(self.candidates)} recipe(s) (trials {', '.join(map(str, self.candidates))}) "
-                f"x every budget x seeds, and the baseline beside them ({paired} runs) = {len(self.runs)} runs, "
+                f"x every budget x seeds, and {beside} = {len(self.runs)} runs, "
                 f"~{self.estimated_share:.0%} of the compute"
                 + (f"; {len(self.skipped)} more non-dominated left out" if self.skipped else ""))
 
@@ -110,10 +116,15 @@ def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidate
     base = fr.baseline_points
     scale = {float(b): float(s) for b, s in zip(base["budget"], base["train_seconds"], strict=True)} if len(base) \
         else {}
+    # the baseline's params at each budget (at the LR the sweep chose): its runs of the baseline stage, and the sweep's
+    # run at the chosen LR, which is the baseline's first seed at its budget
+    lr = tuned_lr(earlier, space)[1]
+    keys = {st.run_key(space.baseline_params(float(b), lr), 0): float(b) for b in space.budgets}
     baseline: dict[float, FrozenTrial] = {}
     for t in sorted(earlier, key=lambda t: t.number):
-        if t.user_attrs.get("is_baseline") and st.stage_of(t) == st.BASELINE and t.state.name == "COMPLETE":
-            baseline.setdefault(float(st.trial_params(t)["budget"]), t)
+        budget = keys.get(st.run_key(st.trial_params(t), 0))
+        if budget is not None and st.stage_of(t) in (st.TUNE, st.BASELINE) and t.state.name == "COMPLETE":
+            baseline.setdefault(budget, t)
     return _Candidates([(by_number[int(n)], str(k)) for n, k in zip(rows["number"], rows["recipe_key"], strict=True)],
                        seconds, scale, baseline)
 
@@ -163,22 +174,77 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
         spent += cost
     if not chosen:
         return ConfirmPlan((), tuple(skipped), (), found.search_seconds, 0.0, allowed)
-    ordered = interleave([*paired, *runs], space.budgets)
+    probe = paired if probes(space) else []
+    ordered = probe + interleave([r for r in [*paired, *runs] if r not in probe], space.budgets)  # the probe first
     return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(ordered), found.search_seconds, spent, allowed)
 
 
-def _paired_baseline(found: _Candidates, space: SearchSpace) -> list[ConfirmRun]:
+def probes(space: SearchSpace) -> bool:
+    """Whether the paired baseline starts as a probe: ``confirm.paired_baseline: probe`` and a baseline stage with
+    the seeds a claim needs against it (with one seed, no claim can be confirmed but against the full re-run)."""
+    from recipesearch.analysis.paired_baseline import MIN_SEEDS
+
+    return space.confirm.paired_baseline == "probe" and space.baseline.seeds >= MIN_SEEDS
+
+
+def _paired_baseline(found: _Candidates, space: SearchSpace, probe: bool | None = None) -> list[ConfirmRun]:
     """The baseline again, beside the candidates: at every budget (the candidates' curves span them all), with
-    the confirmation's seeds, on the params of the baseline stage's run there (its LR as the sweep chose)."""
+    the confirmation's seeds, on the params of the baseline stage's run there (its LR as the sweep chose).
+    ``probe`` (default: ``confirm.paired_baseline == "probe"``): only its first seed at the reference budget."""
+    if probe is None:
+        probe = probes(space)
     out = []
-    for budget in space.budgets:
+    for budget in [reference_budget(space.budgets)] if probe else space.budgets:
         t = found.baseline.get(float(budget))
         if t is None:
             continue
         seconds = found.time_scale.get(float(budget), float(t.user_attrs.get("train_seconds") or 0.0))
         out += [ConfirmRun(st.trial_params(t), seed, t.number, seconds, is_baseline=True)
-                for seed in range(space.confirm.seeds)]
+                for seed in range(1 if probe else space.confirm.seeds)]
     return out
+
+
+@dataclass(frozen=True)
+class ProbeCheck:
+    """``confirm.paired_baseline: probe``: the probe's time against the early runs at its budget, and the rest of
+    the paired baseline when it moved (``moved`` None: the probe has not finished, or there is none)."""
+
+    moved: bool | None = None
+    probe_seconds: float = float("nan")
+    early_seconds: float = float("nan")  # the early runs' geometric mean at the probe's budget
+    runs: tuple[ConfirmRun, ...] = ()
+
+    def describe(self) -> str:
+        said = (f"the baseline's probe took {self.probe_seconds:.3g} s beside the candidates, "
+                f"{self.early_seconds:.3g} s in the baseline stage")
+        if not self.moved:
+            return f"{said}: the machine's speed held; claims are measured against the baseline stage's runs"
+        return f"{said}: the machine's speed moved; the rest of the baseline is re-run beside the candidates " \
+               f"({len(self.runs)} runs)"
+
+
+def check_probe(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> ProbeCheck:
+    """The probe's verdict once it finished (resume-safe: a pure function of the finished trials): when its time
+    moved (``analysis.paired_baseline.probe_moved``), the full paired baseline's runs, interleaved."""
+    from recipesearch.analysis.paired_baseline import probe_moved
+
+    probe = next((r for r in plan.runs if r.is_baseline), None)
+    if not probes(space) or probe is None:
+        return ProbeCheck()
+    key = st.run_key(probe.params, probe.seed_index)
+    done = [t for t in trials if st.stage_of(t) == st.CONFIRM and t.user_attrs.get("is_baseline")
+            and t.state.name == "COMPLETE" and st.run_key(st.trial_params(t), st.seed_index(t)) == key]
+    if not done:
+        return ProbeCheck()
+    seconds = float(done[0].user_attrs.get("train_seconds") or 0.0)
+    early = [float(t.user_attrs.get("train_seconds") or 0.0) for t in trials
+             if st.stage_of(t) in (st.TUNE, st.BASELINE) and t.state.name == "COMPLETE"
+             and st.run_key(st.trial_params(t), 0) == st.run_key(probe.params, 0)]
+    mean = float(np.exp(np.mean(np.log([e for e in early if e > 0])))) if any(e > 0 for e in early) else float("nan")
+    if not probe_moved(early, seconds):
+        return ProbeCheck(False, seconds, mean)
+    runs = [r for r in _paired_baseline(_candidates(trials, space), space, probe=False) if r != probe]
+    return ProbeCheck(True, seconds, mean, tuple(interleave(runs, space.budgets)))
 
 
 @dataclass(frozen=True)
@@ -243,7 +309,7 @@ def interleave(runs: Sequence[ConfirmRun], budgets: Sequence[float]) -> list[Con
     return out
 
 
-def enqueue_plan(study: optuna.Study, plan: ConfirmPlan | SecondLook) -> int:
+def enqueue_plan(study: optuna.Study, plan: ConfirmPlan | SecondLook | ProbeCheck) -> int:
     """Queue the plan's runs not yet queued, in the plan's (interleaved) order (resume-safe); returns how many
     were added. A paired baseline run is told apart from the candidates' by ``is_baseline``."""
     present = st.present_runs(study.get_trials(deepcopy=False), [st.CONFIRM])

@@ -276,6 +276,9 @@ class SearchDriver:
             "first_look": ({str(n): d for n, d in self.loop.second_look.decisions.items()}
                            if self.loop.second_look is not None else None),
             "second_look_runs": len(self.loop.second_look.runs) if self.loop.second_look is not None else 0,
+            "probe": ({"moved": probe.moved, "seconds": round(probe.probe_seconds, 4),
+                       "early_seconds": round(probe.early_seconds, 4), "runs": len(probe.runs)}
+                      if (probe := self.loop.probe) is not None else None),
             "share_of_train_seconds": round(confirm / total, 4) if total > 0 else 0.0,
             "max_share": self.space.confirm.max_share,
         })

@@ -39,7 +39,9 @@ from recipesearch.engine import study as st
 from recipesearch.engine.confirm import (
     EARLIER_STAGES,
     ConfirmPlan,
+    ProbeCheck,
     SecondLook,
+    check_probe,
     enqueue_plan,
     plan_confirmation,
     plan_second_look,
@@ -85,6 +87,7 @@ class SearchLoop:
         self._baselines_queued = False
         self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
         self.second_look: SecondLook | None = None  # confirm.sequential: its first look's decisions, once taken
+        self.probe: ProbeCheck | None = None  # confirm.paired_baseline: probe: its verdict, once the probe finished
         self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
         self.strict_timing = False  # --strict-timing: a trial timed on a busy machine runs again
@@ -199,11 +202,25 @@ class SearchLoop:
         self.on_message(look.describe())
         return added > 0
 
+    def _check_probe(self, trials: list[FrozenTrial]) -> bool:
+        """``confirm.paired_baseline: probe``: once the probe finished, its verdict (engine/confirm.py
+        ``check_probe``), and the rest of the paired baseline queued when the machine's speed moved; True when
+        it decided."""
+        check = check_probe(trials, self.space, self.plan)
+        if check.moved is None:
+            return False
+        self.probe = check
+        enqueue_plan(self.study, check)
+        self.on_message(check.describe())
+        return True
+
     def _plan_post(self, trials: list[FrozenTrial]) -> None:
         """The stages after the search: the confirmation (and its second look), then (once it finished) each step
         of the simplify stage. A step is planned again only when a post-search trial finished or was queued since."""
         self._plan_confirmation(trials)
         trials = self.trials()  # with the confirmation runs just queued
+        if self.plan is not None and self.probe is None and self._check_probe(trials):
+            trials = self.trials()
         if self.plan is None or st.count_unfinished(trials, (st.CONFIRM,)) or self._second_look(trials):
             return
         if not self.space.simplify.enabled:

@@ -11,8 +11,8 @@ The stages are planned inside the cap:
   naming the minimum: ``minimum_trainings``);
 - proposals stop once what was spent, with the runs in flight at their estimated cost, reaches the cap less what
   is kept back for the confirmation: ``confirm.max_share`` of the cap, and at least what confirming one recipe
-  takes (its curve and the paired baseline's, ``confirm.seeds`` each, the candidate's at the plan's regression
-  margin: ``confirm_reserve``);
+  takes (its curve, ``confirm.seeds`` at every budget at the plan's regression margin, and the paired baseline's
+  or its probe: ``confirm_reserve``);
 - the confirmation plans its runs within what is left of the cap (``confirm_allowance``), in place of its
   ``max_share`` of the compute. ``trials`` still caps the count of runs: whichever comes first ends the proposals.
 """
@@ -71,14 +71,16 @@ def check_trainings(space: SearchSpace, trainings: float, where: str) -> None:
 
 def confirm_reserve(space: SearchSpace, trainings: float) -> float:
     """Trainings of the baseline a search budget of ``trainings`` keeps back for the confirmation: its
-    ``max_share``, and at least one recipe's curve and the paired baseline's (``confirm.seeds`` each, at every
-    budget), the recipe's at the plan's ``REGRESSION_MARGIN``; 0 without a confirmation stage."""
-    from recipesearch.engine.confirm import REGRESSION_MARGIN
+    ``max_share``, and at least one recipe's curve (``confirm.seeds`` at every budget, at the plan's
+    ``REGRESSION_MARGIN``) and the paired baseline's (the same, or one training for its probe); 0 without a
+    confirmation stage."""
+    from recipesearch.engine.confirm import REGRESSION_MARGIN, probes
 
     if not space.confirm.enabled:
         return 0.0
     curve = space.confirm.seeds * sum(float(b) for b in space.budgets) / reference_budget(space.budgets)
-    return max(float(space.confirm.max_share) * trainings, curve * (1.0 + REGRESSION_MARGIN))
+    paired = 1.0 if probes(space) else curve
+    return max(float(space.confirm.max_share) * trainings, curve * REGRESSION_MARGIN + paired)
 
 
 def unit_seconds(trials: Sequence[FrozenTrial], space: SearchSpace) -> float | None:

@@ -115,13 +115,26 @@ def busy_note(trials: pd.DataFrame) -> str | None:
 
 
 def paired_note(trials: pd.DataFrame) -> str | None:
-    """Whether speedups are measured against the baseline the confirmation stage re-ran beside the candidates."""
+    """Whether speedups are measured against the baseline the confirmation stage re-ran beside the candidates, or
+    against the baseline stage's after its probe found the machine's speed unchanged (analysis/paired_baseline)."""
+    from recipesearch.analysis.paired_baseline import PROBE_TOLERANCE, covers, probe_moved
+
     if "completed" not in trials or "stage" not in trials:
         return None
     base = trials[trials["completed"].astype(bool) & trials["is_baseline"].astype(bool)]
     paired = base[base["stage"].eq("confirm")]
     if paired.empty:
         return None
+    early = base[~base["stage"].eq("confirm")]
+    if not covers(early, paired):
+        probe = paired.sort_values("number").iloc[0]
+        same = early.loc[early["budget"].astype(float) == float(probe["budget"]), "train_seconds"].astype(float)
+        moved = probe_moved(same.to_numpy(), float(probe["train_seconds"]))
+        return (f"speed probe: the confirmation re-ran one baseline run (budget {float(probe['budget']):g}) beside the "
+                f"candidates: {float(probe['train_seconds']):.3g} s, against {same.mean():.3g} s in the baseline "
+                "stage; " + ("the machine's speed moved, so the rest of the baseline is re-run beside them" if moved
+                             else f"within {PROBE_TOLERANCE:.0%}, so claims are measured against the baseline stage's "
+                                  "runs"))
     return (f"paired baseline: the confirmation stage re-ran the baseline beside the candidates ({len(paired)} runs, "
             "interleaved with theirs); once it covers every budget, confirmed speedups and the headline are measured "
             "against it, and the baseline stage's curve is drawn dotted for comparison")

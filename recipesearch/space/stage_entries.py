@@ -4,7 +4,7 @@ proposal), ``confirm`` (the confirmation stage after them) and ``simplify`` (the
 is in ``schema.py``; the validated values are ``stages.py``'s specs."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -35,7 +35,10 @@ class ConfirmEntry(Section):
     confidence intervals. Candidates are taken in order while the stage's estimated compute stays within
     ``max_share`` of the whole search's (proposals, baselines and confirmation together). ``sequential``: a
     candidate whose interval still straddles 1 after ``seeds`` seeds gets one more at every budget
-    (analysis/sequential.py); one decided either way gets none.
+    (analysis/sequential.py); one decided either way gets none. ``paired_baseline``: ``probe`` (the default)
+    re-runs one baseline run beside the candidates, as a check of the machine's speed, and re-runs the whole
+    baseline only when that run's time moved (analysis/paired_baseline.py); ``full`` always re-runs it all, as
+    does ``probe`` when ``baseline.seeds`` is 1 (no claim can be measured against one seed).
     """
 
     enabled: bool = True
@@ -43,6 +46,7 @@ class ConfirmEntry(Section):
     seeds: int = Field(3, ge=2, le=50)
     max_share: float = Field(0.55, gt=0, le=0.9)
     sequential: bool = False
+    paired_baseline: Literal["probe", "full"] = "probe"
 
     @classmethod
     def coerce(cls, data: Any) -> Any:

@@ -27,6 +27,7 @@ class ConfirmSpec:
     seeds: int = 3  # seeds in all per (recipe, budget), the proposal's own run included
     max_share: float = 0.55  # of the whole search's compute (the paired baseline included)
     sequential: bool = False  # one more seed for a candidate still undecided after ``seeds`` (analysis/sequential)
+    paired_baseline: str = "probe"  # "probe": one baseline run re-timed, the rest only if it moved; "full": all
 
 
 @dataclass(frozen=True)

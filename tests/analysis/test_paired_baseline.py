@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 
 from recipesearch.analysis import Objectives, curve_speedup, frontier
-from recipesearch.analysis.paired_baseline import baseline_masks, baseline_shift, covers, shift_warning
+from recipesearch.analysis.paired_baseline import (
+    baseline_masks,
+    baseline_shift,
+    covers,
+    probe_moved,
+    shift_warning,
+)
 
 VAL = Objectives(("accuracy", "train_seconds"), ("maximize", "minimize"), "val")
 BASE = {0.25: (1.0, 0.80), 0.5: (2.0, 0.85), 1.0: (4.0, 0.90)}
@@ -61,3 +67,11 @@ def test_the_masks_and_cover_rule_on_plain_tables():
     assert covers(df[early], df[paired]) and not covers(df[early], df[paired].head(5))
     shift = baseline_shift(df[early], df[paired], "val_accuracy", 0.95)
     assert list(shift["budget"]) == [0.25, 0.5, 1.0] and not shift["moved"].any()
+
+
+def test_a_probe_moved_only_beyond_the_tolerance_of_the_early_runs_mean():
+    early = [3.0, 3.1, 2.9]
+    assert not probe_moved(early, 3.0) and not probe_moved(early, 3.4) and not probe_moved(early, 2.65)
+    assert probe_moved(early, 3.6) and probe_moved(early, 2.5)  # 20 % slower, 17 % faster
+    assert not probe_moved([3.0, float("nan"), 0.0], 3.2)  # unusable early times are left out
+    assert probe_moved([], 3.0) and probe_moved([float("nan")], 3.0) and probe_moved(early, 0.0)  # nothing to go on

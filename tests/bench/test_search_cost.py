@@ -15,16 +15,18 @@ def test_render_names_each_arms_cost_and_verdict():
                  "verdict": "confirmed: ..",
                  "payback": {**arm["payback"], "search_trainings": 20.0, "break_even_trainings": 14.0}}
     text = search_cost.render({"arms": [arm, confirmed], "note": "one after the other"})
-    assert "| today | 63 | 45.0 | sweep 2.2, confirmation 19.4 | nothing beat the baseline to the target val acc " \
+    assert "| today | 63 | - | 45.0 | sweep 2.2, confirmation 19.4 | nothing beat the baseline to the target val acc " \
            "0.9784 (x) (target 0.9784) | none | - |" in text
-    assert "| levers | 63 | 20.0 |" in text and "confirmed 2.00x [1.20-3.00]" in text
+    assert "| levers | 63 | - | 20.0 |" in text and "confirmed 2.00x [1.20-3.00]" in text
     assert "| 20.0 | 14 trainings |" in text
     assert text.endswith("Note: one after the other")
 
 
 def test_each_arm_is_the_demo_space_with_its_changes(tmp_path):
-    path = search_cost._space(search_cost.ARMS["levers, budgets <= 1"], tmp_path)
+    path = search_cost._space(search_cost.ARMS["probe, budgets <= 1, sequential"], tmp_path)
     data = yaml.safe_load(path.read_text())
     assert data["budgets"] == [0.25, 0.5, 1] and data["search_budget"] == 30 and data["confirm"]["sequential"]
+    today = yaml.safe_load(search_cost._space(search_cost.ARMS["today"], tmp_path).read_text())
+    assert today["confirm"]["paired_baseline"] == "full" and today["budgets"] == [0.25, 0.5, 1, 2]
     assert (path.parent / data["base"]).resolve() == (search_cost.SPACE.parent / "../recipes/digits_baseline.yaml"
                                                       ).resolve()

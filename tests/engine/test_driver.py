@@ -37,6 +37,11 @@ def test_in_process_cannot_join_a_cluster(tmp_path, write_space):
     assert not (tmp_path / "run").exists()
 
 
+def space_seed(csv: pd.DataFrame) -> int:
+    """The space's seed: the seed of its first run (an LR sweep's or the baseline's first)."""
+    return int(csv["seed"].iloc[0])
+
+
 def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(tmp_path, write_space):
     # the shipped defaults on a tiny space: validation split, LR sweep, baseline seeds, confirmation
     path = write_space(trials=8, metric_split="val", baseline={"seeds": 2, "tune_lr": True},
@@ -51,15 +56,19 @@ def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(t
     assert csv["val_accuracy"].notna().all()  # every trial measured on the held-out split
     meta = json.loads((out / "run.json").read_text())
     c = meta["confirmation"]
-    assert c["candidates"] and c["runs"] == (csv["stage"] == "confirm").sum()
+    probe = c["probe"]  # the paired baseline's probe: the rest of it re-run only if the machine's speed moved
+    assert c["candidates"] and c["runs"] + probe["runs"] == (csv["stage"] == "confirm").sum()
     assert 0 < c["share_of_train_seconds"] < 1
     assert result.frontier.metric == "val_accuracy" and result.frontier.confirmed_front
     assert result.headline.verdict  # confirmed, or says why not
-    # the paired baseline: the baseline re-run beside the candidates, at both budgets x 2 seeds; speedups use it
+    # the paired baseline: its probe (the first seed at budget 1), then, only if the probe's time moved, the rest of
+    # it at both budgets x 2 seeds; speedups use the baseline stage's runs, or the re-run one when there is one
     paired = csv[(csv["stage"] == "confirm") & csv["is_baseline"]]
-    assert sorted(zip(paired["budget"], paired["seed"] - paired["seed"].min(), strict=True)) == \
-        [(0.5, 0), (0.5, 1), (1.0, 0), (1.0, 1)]
-    assert result.frontier.paired and set(result.frontier.baseline["stage"]) == {"confirm"}
+    seeds = sorted(zip(paired["budget"], paired["seed"] - space_seed(csv), strict=True))
+    assert (seeds == [(0.5, 0), (0.5, 1), (1.0, 0), (1.0, 1)]) if probe["moved"] else (seeds == [(1.0, 0)])
+    assert probe["runs"] == (3 if probe["moved"] else 0) and probe["seconds"] > 0 and probe["early_seconds"] > 0
+    assert result.frontier.paired is probe["moved"]
+    assert set(result.frontier.baseline["stage"]) == ({"confirm"} if probe["moved"] else {"tune", "baseline"})
     assert {"cpu_share", "load_start", "load_end"} <= set(csv.columns) and csv["cpu_share"].notna().any()
 
 

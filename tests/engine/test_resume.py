@@ -107,7 +107,8 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
 
     # 2-4 epochs a trial, a checkpoint every 0.06 s of it: every trial writes some (the held one needs one)
     space = write_space(base={**TINY_BASE, "max_duration": 4}, checkpoint_minutes=0.001, trials=8,
-                        metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 1, "seeds": 3, "max_share": 0.9})
+                        metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 1, "seeds": 3, "max_share": 0.9,
+                                                                    "paired_baseline": "full"})
     mark = write_hold_plugin(tmp_path)
     out = tmp_path / "run"
     # --out relative to the working directory, as a user types it

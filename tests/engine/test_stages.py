@@ -93,9 +93,9 @@ def test_the_lr_sweep_runs_first_and_the_baseline_takes_its_best_lr(tmp_path, ma
 
 
 def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp_path, make_space):
-    # the paired baseline (every budget x 3 seeds) costs about what the baseline stage did: a larger share
-    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2, "seeds": 3, "max_share": 0.6},
-                       budgets=[0.25, 0.5, 1], trials=16)
+    # the full paired baseline (every budget x 3 seeds) costs about what the baseline stage did: a larger share
+    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=16,
+                       confirm={"top_k": 2, "seeds": 3, "max_share": 0.6, "paired_baseline": "full"})
     loop, study, messages = open_loop(tmp_path, space)
     loop.run(InProcess(fake_result, concurrency=2))
     earlier = [t for t in study.get_trials() if st.stage_of(t) != st.CONFIRM]
@@ -129,6 +129,40 @@ def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp
     frame = trials_frame(study.get_trials(), space)
     assert set(frame["stage"]) == {"baseline", "search", "confirm"}
     assert frame.loc[frame["stage"] == "confirm", "of_trial"].notna().all()
+
+
+def slower_after(stage: str, factor: float):
+    """``fake_result`` with the baseline's runs of ``stage`` ``factor`` times slower: the machine's speed moved."""
+
+    def result(proposal) -> dict:
+        out = fake_result(proposal)
+        if proposal.attrs.get("stage") == stage and proposal.attrs.get("is_baseline"):
+            out["train_seconds"] *= factor
+        return out
+
+    return result
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.12, 1.5, 0.8])
+def test_the_probe_rechecks_the_machine_and_reruns_the_baseline_only_when_it_moved(tmp_path, make_space, factor):
+    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2, "seeds": 3, "max_share": 0.6},
+                       budgets=[0.25, 0.5, 1], trials=16)
+    loop, study, messages = open_loop(tmp_path, space)
+    loop.run(InProcess(slower_after(st.CONFIRM, factor), concurrency=2))
+    confirm = sorted(runs_of(study, st.CONFIRM), key=lambda t: t.number)
+    paired = [t for t in confirm if t.user_attrs["is_baseline"]]
+    # the probe: the baseline's first seed at the reference budget, queued first of the stage
+    assert confirm[0].user_attrs["is_baseline"] and (confirm[0].params["budget"], st.seed_index(confirm[0])) == (1, 0)
+    said = [m for m in messages if m.startswith("the baseline's probe")]
+    moved = abs(math.log(factor)) > math.log(1.15)
+    assert len(said) == 1 and loop.probe is not None and loop.probe.moved is moved
+    if moved:  # beyond PROBE_TOLERANCE, either way: the rest of the baseline beside the candidates, each run once
+        assert "speed moved" in said[0] and len(loop.probe.runs) == 3 * 3 - 1
+        assert Counter((t.params["budget"], st.seed_index(t)) for t in paired) == Counter(
+            {(b, s): 1 for b in space.budgets for s in range(3)})
+    else:
+        assert "speed held" in said[0] and len(paired) == 1
+    assert all(t.state.name == "COMPLETE" for t in confirm)
 
 
 def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
