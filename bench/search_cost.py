@@ -5,11 +5,12 @@ the other in one run, with the changes below; what it spent comes from its run.j
 own baseline at budget 1, by stage) and its verdict from its headline at the default target (the baseline at
 budget 1):
 
-- ``today``: the plan before the probe: the space as shipped with ``confirm.paired_baseline: full`` (the baseline
-  re-run at every budget with the confirmation's 3 seeds beside the candidates), fixed 3 confirmation seeds;
-- ``probe``: the space as shipped (``paired_baseline: probe``: one baseline run re-timed beside the candidates; the
-  rest only if the machine's speed moved; claims measured against the baseline stage's 3 seeds);
-- ``probe, budgets <= 1, sequential``: the same without budget 2 (the default target, the baseline at budget 1,
+- ``before``: the demo's plan before these levers: budgets 0.25-2, ``confirm.paired_baseline: full`` (the baseline
+  re-run at every budget with the confirmation's 3 seeds beside the candidates), fixed 3 confirmation seeds for up
+  to 5 candidates within 55 % of the compute, no search budget;
+- ``before, with the probe``: the same with ``paired_baseline: probe`` (one baseline run re-timed beside the
+  candidates; the rest only if the machine's speed moved; claims measured against the baseline stage's 3 seeds);
+- ``shipped``: the space as shipped now: the probe, no budget 2 (the default target, the baseline at budget 1,
   needs no run past it, and a budget-2 run costs two trainings), ``confirm: {top_k: 3, sequential: true}`` (a 4th
   seed only for a candidate still undecided) and ``search_budget: 30``.
 
@@ -32,15 +33,17 @@ from bench.common import ROOT, environment, save_result
 NAME = "search_cost"
 TITLE = "Search cost to the first confirmed claim at the target: the digits plan against the levers"
 SPACE = ROOT / "search_spaces" / "digits.yaml"
-LEAN = {"budgets": [0.25, 0.5, 1], "confirm": {"top_k": 3, "seeds": 3, "sequential": True, "max_share": 0.55},
-        "search_budget": 30}
-ARMS = {"today": {"confirm": {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}}, "probe": {},
-        "probe, budgets <= 1, sequential": LEAN}
+BEFORE = {"budgets": [0.25, 0.5, 1, 2], "search_budget": None,
+          "confirm": {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}}
+ARMS = {"before": BEFORE,
+        "before, with the probe": {**BEFORE, "confirm": {**BEFORE["confirm"], "paired_baseline": "probe"}},
+        "shipped": {}}
 
 
 def _space(changes: dict[str, Any], folder: Path) -> Path:
     data = yaml.safe_load(SPACE.read_text())
     data.update(changes)
+    data = {k: v for k, v in data.items() if v is not None}  # None: the key left out
     data["base"] = str(SPACE.parent / data["base"])
     path = folder / "space.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -400,7 +400,9 @@ def test_shipped_spaces_load(path: Path) -> None:
 def test_digits_space_is_the_embedded_default() -> None:
     s = load_space(ROOT / "search_spaces" / "digits.yaml")
     assert s.trials >= 24 and s.concurrency == 2 and s.threads_per_trial == 1
-    assert s.budgets == [0.25, 0.5, 1.0, 2.0] and s.directions == ["maximize", "minimize"]
+    assert s.budgets == [0.25, 0.5, 1.0] and s.directions == ["maximize", "minimize"]
+    # the demo's plan (benchmarks §13): a search budget, the probe, a second look for undecided candidates
+    assert s.search_budget == 30 and s.confirm.paired_baseline == "probe" and s.confirm.sequential
 
 
 def test_with_checkpoint_minutes_changes_only_the_copy(space: SearchSpace) -> None:

@@ -23,10 +23,10 @@ def test_render_names_each_arms_cost_and_verdict():
 
 
 def test_each_arm_is_the_demo_space_with_its_changes(tmp_path):
-    path = search_cost._space(search_cost.ARMS["probe, budgets <= 1, sequential"], tmp_path)
-    data = yaml.safe_load(path.read_text())
-    assert data["budgets"] == [0.25, 0.5, 1] and data["search_budget"] == 30 and data["confirm"]["sequential"]
-    today = yaml.safe_load(search_cost._space(search_cost.ARMS["today"], tmp_path).read_text())
-    assert today["confirm"]["paired_baseline"] == "full" and today["budgets"] == [0.25, 0.5, 1, 2]
-    assert (path.parent / data["base"]).resolve() == (search_cost.SPACE.parent / "../recipes/digits_baseline.yaml"
+    shipped = yaml.safe_load(search_cost._space(search_cost.ARMS["shipped"], tmp_path).read_text())
+    assert shipped["budgets"] == [0.25, 0.5, 1] and shipped["search_budget"] == 30 and shipped["confirm"]["sequential"]
+    assert (tmp_path / shipped["base"]).resolve() == (search_cost.SPACE.parent / "../recipes/digits_baseline.yaml"
                                                       ).resolve()
+    before = yaml.safe_load(search_cost._space(search_cost.ARMS["before"], tmp_path).read_text())
+    assert before["confirm"] == {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}
+    assert before["budgets"] == [0.25, 0.5, 1, 2] and "search_budget" not in before
