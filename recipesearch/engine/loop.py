@@ -276,6 +276,8 @@ class SearchLoop:
             if not self.stop_reason:
                 self.stop_reason = stop_message(reason, st.count_in_state(trials, TrialState.FAIL))
             return WAIT if self.in_flight else DONE
+        if self.plan is not None and self.probe is None and self._check_probe(trials):
+            trials = self.trials()  # decided as soon as the probe finished: the rest of the baseline among the runs
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
             if self._queue_baselines():

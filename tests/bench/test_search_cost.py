@@ -1,6 +1,8 @@
 """bench/search_cost.py: its section from saved results, and the arms' spaces."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from bench import search_cost
@@ -30,3 +32,29 @@ def test_each_arm_is_the_demo_space_with_its_changes(tmp_path):
     before = yaml.safe_load(search_cost._space(search_cost.ARMS["before"], tmp_path).read_text())
     assert before["confirm"] == {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}
     assert before["budgets"] == [0.25, 0.5, 1, 2] and "search_budget" not in before
+    fm = yaml.safe_load(search_cost._space(search_cost.ARMS["fashion_mnist_quick"], tmp_path).read_text())
+    assert fm["base"]["data"]["subset"] == 0.25 and fm["search_budget"] == 30 and fm["budgets"] == [0.25, 0.5, 1]
+
+
+def test_only_the_arms_asked_for_run_and_the_others_saved_results_stay(tmp_path, monkeypatch):
+    ran = []
+
+    class Headline:
+        verdict, confirmed, speedup, speedup_ci_low, speedup_ci_high = "nothing beat", False, None, None, None
+        baseline_accuracy, elsewhere = 0.97, ""
+
+    def search(space, out, **kw):
+        ran.append(Path(space).parent.name)
+        (Path(out)).mkdir(parents=True)
+        (Path(out) / "run.json").write_text('{"payback": {"search_trainings": 9.0}}')
+        (Path(out) / "trials.csv").write_text("stage,is_baseline\nconfirm,True\nsearch,False\n")
+        return type("R", (), {"headline": Headline, "trials": [1, 2]})()
+
+    import recipesearch
+
+    monkeypatch.setattr(recipesearch, "search", search)
+    monkeypatch.setattr(search_cost, "load_result", lambda name: {"arms": [{"arm": "before", "trials": 63}]})
+    result = search_cost.run(out=str(tmp_path), only=["shipped"])
+    assert ran == ["shipped"]
+    assert [(a["arm"], a["trials"]) for a in result["arms"]] == [("before", 63), ("shipped", 2)]
+    assert result["arms"][1]["paired_runs"] == 1

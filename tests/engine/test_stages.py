@@ -14,6 +14,7 @@ from recipesearch.engine.executors import InProcess
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.sampler_view import HideRepeats
 from recipesearch.engine.samplers import make_sampler
+from recipesearch.engine.search_budget import SearchBudget
 from recipesearch.engine.storage import make_storage, open_study
 from recipesearch.engine.trial_rows import trials_frame
 
@@ -145,11 +146,23 @@ def slower_after(stage: str, factor: float):
 
 @pytest.mark.parametrize("factor", [1.0, 1.12, 1.5, 0.8])
 def test_the_probe_rechecks_the_machine_and_reruns_the_baseline_only_when_it_moved(tmp_path, make_space, factor):
+    # a search budget ends the proposals, as in the demo: the confirmation's runs are then asked for while trials
+    # are still short of ``trials``
     space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2, "seeds": 3, "max_share": 0.6},
-                       budgets=[0.25, 0.5, 1], trials=16)
+                       budgets=[0.25, 0.5, 1], trials=40, search_budget=14)
     loop, study, messages = open_loop(tmp_path, space)
-    loop.run(InProcess(slower_after(st.CONFIRM, factor), concurrency=2))
+    loop.budget = SearchBudget(space, trainings=14)
+    objective, decided = slower_after(st.CONFIRM, factor), []
+
+    def result(proposal) -> dict:
+        if proposal.attrs.get("stage") == st.CONFIRM:  # whether the probe had its verdict when this run started
+            decided.append(loop.probe is not None)
+        return objective(proposal)
+
+    loop.run(InProcess(result, concurrency=2))
     confirm = sorted(runs_of(study, st.CONFIRM), key=lambda t: t.number)
+    # the verdict as soon as the probe finished, not once the stage's queue ran dry
+    assert decided[:2] == [False, False] and decided[-4:] == [True] * 4
     paired = [t for t in confirm if t.user_attrs["is_baseline"]]
     # the probe: the baseline's first seed at the reference budget, queued first of the stage
     assert confirm[0].user_attrs["is_baseline"] and (confirm[0].params["budget"], st.seed_index(confirm[0])) == (1, 0)
