@@ -62,7 +62,8 @@ def run(quick: bool = False, out: str = "runs/search_cost", only: list[str] | No
     import recipesearch
 
     env = environment()
-    saved = {a["arm"]: a for a in (load_result(NAME) or {}).get("arms", [])} if only else {}
+    before = (load_result(NAME) or {}) if only else {}
+    saved = {a["arm"]: a for a in before.get("arms", [])}
     arms = []
     for name, changes in ARMS.items():
         if only and name not in only:
@@ -85,7 +86,9 @@ def run(quick: bool = False, out: str = "runs/search_cost", only: list[str] | No
                      "ci": [h.speedup_ci_low, h.speedup_ci_high] if h.confirmed else None,
                      "target": h.baseline_accuracy, "elsewhere": h.elsewhere,
                      "first_look": (meta.get("confirmation") or {}).get("first_look"), "paired_runs": paired})
-    return {"environment": env, "quick": quick, "arms": arms, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    kept = {"note": before["note"]} if before.get("note") else {}  # the saved reading, to be revised by hand
+    return {"environment": env, "quick": quick, "arms": arms, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            **kept}
 
 
 def render(result: dict[str, Any]) -> str:

@@ -25,6 +25,8 @@ INTERACTIONS: tuple[Interaction, ...] = (
     Interaction("randaugment", "trivialaugment", True, "alternative augmentation policies; use one"),
     Interaction("selective_backprop", "sam", True,
                 "SAM's second pass needs the full batch that selective backprop has already dropped"),
+    Interaction("selective_backprop", "proxy_selection", True,
+                "both keep the hardest part of each batch, by the model's loss or a proxy's: use one"),
     Interaction("label_smoothing", "mixup", False,
                 "MixUp already softens targets: together they hurt at short budgets (Composer's findings)"),
     Interaction("label_smoothing", "cutmix", False, "CutMix already softens targets; together they can hurt"),
