@@ -54,6 +54,7 @@ METHOD_FUNCTIONS: dict[str, list[str]] = {
     "randaugment": ["randaugment_batch"],
     "sam": ["sam_perturb", "sam_restore"],
     "selective_backprop": ["select_using_loss"],
+    "proxy_selection": ["select_by_proxy"],
     "squeeze_excite": ["apply_squeeze_excite"],
     "stochastic_depth": ["apply_stochastic_depth"],
     "swa": ["recompute_bn"],

@@ -16,6 +16,7 @@ from recipesearch.algorithms import cutmix as _cutmix
 from recipesearch.algorithms import cutout as _cutout
 from recipesearch.algorithms import mixup as _mixup
 from recipesearch.algorithms import progressive_resizing as _resizing
+from recipesearch.algorithms import proxy_selection as _proxy
 from recipesearch.algorithms import randaugment as _randaugment
 from recipesearch.algorithms import selective_backprop as _selective
 from recipesearch.algorithms import translate as _translate
@@ -33,6 +34,7 @@ __all__ = [
     "progressive_resize",
     "randaugment_batch",
     "resize_batch",
+    "select_by_proxy",
     "select_using_loss",
     "translate_batch",
     "trivialaugment_batch",
@@ -321,3 +323,27 @@ def select_using_loss(x: Tensor, y: Tensor, model: nn.Module,
         (torch.Size([2, 1, 4, 4]), torch.Size([2]))
     """
     return _selective.select_using_loss(x, y, model, loss_fn, keep, scale_factor)
+
+
+def select_by_proxy(x: Tensor, y: Tensor, proxy: nn.Module, optimizer: torch.optim.Optimizer, keep: float = 0.5,
+                    loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    """Proxy-selected batches (airbench96): one training step of a small ``proxy`` on the whole batch, and the
+    samples it found hardest (highest per-sample loss in that step), in batch order, for the main model.
+
+    Args:
+        x: the batch ``[B, C, H, W]``.
+        y: class indices ``[B]`` or distributions ``[B, K]``.
+        proxy: the small model trained alongside (e.g. the model at a quarter of its width).
+        optimizer: the proxy's optimizer.
+        keep: fraction of the batch kept (at least one sample).
+        loss_fn: ``(outputs, targets) -> [B]`` per-sample loss; None is per-sample cross-entropy.
+
+    Example:
+        >>> from torch import nn
+        >>> proxy = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
+        >>> opt = torch.optim.SGD(proxy.parameters(), lr=0.1)
+        >>> x, y = select_by_proxy(torch.rand(8, 1, 4, 4), torch.zeros(8, dtype=torch.long), proxy, opt, keep=0.5)
+        >>> x.shape, y.shape
+        (torch.Size([4, 1, 4, 4]), torch.Size([4]))
+    """
+    return _proxy.select_by_proxy(x, y, proxy, optimizer, keep, loss_fn)
