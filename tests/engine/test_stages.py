@@ -8,6 +8,7 @@ from collections import Counter
 import optuna
 import pytest
 
+from recipesearch.engine import queueing
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import plan_confirmation
 from recipesearch.engine.executors import InProcess
@@ -176,6 +177,31 @@ def test_the_probe_rechecks_the_machine_and_reruns_the_baseline_only_when_it_mov
     else:
         assert "speed held" in said[0] and len(paired) == 1
     assert all(t.state.name == "COMPLETE" for t in confirm)
+
+
+def test_a_proposal_that_already_reaches_the_target_is_confirmed_first(tmp_path, make_space):
+    """Label smoothing at budget 0.25 has a speedup at its own accuracy (0.82 in 0.8 s); cutout at budget 0.5 is past
+    the target, the baseline at budget 1 (0.93 in 2 s, against 0.90 in 4 s), where no speedup at its own accuracy
+    exists. With room for one candidate, the one that can be confirmed at the target goes first."""
+    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=11,
+                       confirm={"top_k": 1, "seeds": 2, "max_share": 0.9},
+                       algorithms={"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}, "cutout": {}})
+    loop, study, _ = open_loop(tmp_path, space)
+    for partial in ({"budget": 0.25, "alg.label_smoothing": True}, {"budget": 0.5, "alg.cutout": True}):
+        queueing.enqueue(study, space.complete(partial))
+
+    def result(proposal) -> dict:
+        out = fake_result(proposal)
+        if "cutout" in proposal.config["recipe"]["algorithms"]:
+            out["val_accuracy"] += 0.08
+        return out
+
+    loop.run(InProcess(result, concurrency=2))
+    proposals = {t.number: t for t in runs_of(study, st.SEARCH)}
+    assert len(proposals) == 2 and len(loop.plan.candidates) == 1
+    chosen = proposals[loop.plan.candidates[0]]
+    assert chosen.params["alg.cutout"] and chosen.params["budget"] == 0.5
+    assert loop.plan.skipped == tuple(n for n in proposals if n != chosen.number)
 
 
 def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
