@@ -79,12 +79,18 @@ def shift_warning(shift: pd.DataFrame) -> str | None:
             "machine's speed changed; speedups are measured against the baseline re-run beside the candidates")
 
 
+def geometric_mean(seconds: np.ndarray | list[float]) -> float:
+    """The geometric mean of the finite positive times (times compare as ratios); NaN when there is none."""
+    times = np.asarray(seconds, dtype=float)
+    times = times[np.isfinite(times) & (times > 0)]
+    return float(np.exp(np.log(times).mean())) if len(times) else float("nan")
+
+
 def probe_moved(early_seconds: np.ndarray | list[float], probe_seconds: float) -> bool:
     """Whether one new run of the baseline took a time more than ``PROBE_TOLERANCE`` away from the geometric mean
     of the early runs of the same params. With no early time to compare with, it has moved (the full paired
     baseline is the safe side)."""
-    early = np.asarray(early_seconds, dtype=float)
-    early = early[np.isfinite(early) & (early > 0)]
-    if len(early) == 0 or not probe_seconds > 0:
+    early = geometric_mean(early_seconds)
+    if not (np.isfinite(early) and probe_seconds > 0):
         return True
-    return abs(float(np.log(probe_seconds)) - float(np.log(early).mean())) > float(np.log1p(PROBE_TOLERANCE))
+    return abs(float(np.log(probe_seconds / early))) > float(np.log1p(PROBE_TOLERANCE))

@@ -75,6 +75,7 @@ class ConfirmPlan:
     search_seconds: float = 0.0  # train_seconds of the earlier stages' finished trials
     estimated_seconds: float = 0.0  # of ``runs``
     allowed_seconds: float = 0.0  # what the plan could spend: max_share of the compute, or a search budget's rest
+    paired_rest: tuple[ConfirmRun, ...] = ()  # with a probe: the rest of the paired baseline, queued if it moved
 
     @property
     def estimated_share(self) -> float:
@@ -159,7 +160,10 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     chosen: list[int] = []
     skipped: list[int] = []
     runs: list[ConfirmRun] = []
-    paired = _paired_baseline(found, space)
+    full = _paired_baseline(found, space)
+    reference = reference_budget(space.budgets)
+    # with a probe: only the baseline's first seed at the reference budget, the rest kept for check_probe
+    paired = [r for r in full if r.seed_index == 0 and r.params["budget"] == reference][:1] if probes(space) else full
     spent = sum(r.estimated_seconds for r in paired)  # due as soon as one candidate is taken
     for t, key in found.ordered:
         params = st.trial_params(t)
@@ -184,9 +188,12 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
         spent += cost
     if not chosen:
         return ConfirmPlan((), tuple(skipped), (), found.search_seconds, 0.0, allowed)
-    probe = paired if probes(space) else []
-    ordered = probe + interleave([r for r in [*paired, *runs] if r not in probe], space.budgets)  # the probe first
-    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(ordered), found.search_seconds, spent, allowed)
+    if paired is full:
+        return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(interleave([*full, *runs], space.budgets)),
+                           found.search_seconds, spent, allowed)
+    rest = tuple(interleave([r for r in full if r not in paired], space.budgets))
+    return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(paired + interleave(runs, space.budgets)),  # probe first
+                       found.search_seconds, spent, allowed, rest)
 
 
 def probes(space: SearchSpace) -> bool:
@@ -197,20 +204,17 @@ def probes(space: SearchSpace) -> bool:
     return space.confirm.paired_baseline == "probe" and space.baseline.seeds >= MIN_SEEDS
 
 
-def _paired_baseline(found: _Candidates, space: SearchSpace, probe: bool | None = None) -> list[ConfirmRun]:
+def _paired_baseline(found: _Candidates, space: SearchSpace) -> list[ConfirmRun]:
     """The baseline again, beside the candidates: at every budget (the candidates' curves span them all), with
-    the confirmation's seeds, on the params of the baseline stage's run there (its LR as the sweep chose).
-    ``probe`` (default: ``confirm.paired_baseline == "probe"``): only its first seed at the reference budget."""
-    if probe is None:
-        probe = probes(space)
+    the confirmation's seeds, on the params of the baseline stage's run there (its LR as the sweep chose)."""
     out = []
-    for budget in [reference_budget(space.budgets)] if probe else space.budgets:
+    for budget in space.budgets:
         t = found.baseline.get(float(budget))
         if t is None:
             continue
         seconds = found.time_scale.get(float(budget), float(t.user_attrs.get("train_seconds") or 0.0))
         out += [ConfirmRun(st.trial_params(t), seed, t.number, seconds, is_baseline=True)
-                for seed in range(1 if probe else space.confirm.seeds)]
+                for seed in range(space.confirm.seeds)]
     return out
 
 
@@ -235,8 +239,8 @@ class ProbeCheck:
 
 def check_probe(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> ProbeCheck:
     """The probe's verdict once it finished (resume-safe: a pure function of the finished trials): when its time
-    moved (``analysis.paired_baseline.probe_moved``), the full paired baseline's runs, interleaved."""
-    from recipesearch.analysis.paired_baseline import probe_moved
+    moved (``analysis.paired_baseline.probe_moved``), the rest of the paired baseline the plan kept."""
+    from recipesearch.analysis.paired_baseline import geometric_mean, probe_moved
 
     probe = next((r for r in plan.runs if r.is_baseline), None)
     if not probes(space) or probe is None:
@@ -250,11 +254,8 @@ def check_probe(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Confirm
     early = [float(t.user_attrs.get("train_seconds") or 0.0) for t in trials
              if st.stage_of(t) in (st.TUNE, st.BASELINE) and t.state.name == "COMPLETE"
              and st.run_key(st.trial_params(t), 0) == st.run_key(probe.params, 0)]
-    mean = float(np.exp(np.mean(np.log([e for e in early if e > 0])))) if any(e > 0 for e in early) else float("nan")
-    if not probe_moved(early, seconds):
-        return ProbeCheck(False, seconds, mean)
-    runs = [r for r in _paired_baseline(_candidates(trials, space), space, probe=False) if r != probe]
-    return ProbeCheck(True, seconds, mean, tuple(interleave(runs, space.budgets)))
+    moved = probe_moved(early, seconds)
+    return ProbeCheck(moved, seconds, geometric_mean(early), plan.paired_rest if moved else ())
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,9 @@ class SearchLoop:
     def _check_probe(self, trials: list[FrozenTrial]) -> bool:
         """``confirm.paired_baseline: probe``: once the probe finished, its verdict (engine/confirm.py
         ``check_probe``), and the rest of the paired baseline queued when the machine's speed moved; True when
-        it decided."""
+        it decided (once: False before the plan and after the verdict)."""
+        if self.plan is None or self.probe is not None:
+            return False
         check = check_probe(trials, self.space, self.plan)
         if check.moved is None:
             return False
@@ -219,7 +221,7 @@ class SearchLoop:
         of the simplify stage. A step is planned again only when a post-search trial finished or was queued since."""
         self._plan_confirmation(trials)
         trials = self.trials()  # with the confirmation runs just queued
-        if self.plan is not None and self.probe is None and self._check_probe(trials):
+        if self._check_probe(trials):
             trials = self.trials()
         if self.plan is None or st.count_unfinished(trials, (st.CONFIRM,)) or self._second_look(trials):
             return
@@ -276,7 +278,7 @@ class SearchLoop:
             if not self.stop_reason:
                 self.stop_reason = stop_message(reason, st.count_in_state(trials, TrialState.FAIL))
             return WAIT if self.in_flight else DONE
-        if self.plan is not None and self.probe is None and self._check_probe(trials):
+        if self._check_probe(trials):
             trials = self.trials()  # decided as soon as the probe finished: the rest of the baseline among the runs
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
