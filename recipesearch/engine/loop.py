@@ -44,6 +44,7 @@ from recipesearch.engine.confirm import (
     check_probe,
     enqueue_plan,
     plan_confirmation,
+    plan_early,
     plan_second_look,
 )
 from recipesearch.engine.failures import failing_alike, stop_message
@@ -88,6 +89,7 @@ class SearchLoop:
         self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
         self.second_look: SecondLook | None = None  # confirm.sequential: its first look's decisions, once taken
         self.probe: ProbeCheck | None = None  # confirm.paired_baseline: probe: its verdict, once the probe finished
+        self._early_stale = True  # a proposal finished since ``plan_early`` last looked
         self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
         self.strict_timing = False  # --strict-timing: a trial timed on a busy machine runs again
@@ -202,6 +204,21 @@ class SearchLoop:
         self.on_message(look.describe())
         return added > 0
 
+    def _confirm_early(self, trials: list[FrozenTrial]) -> bool:
+        """``confirm.early``: a proposal that reached the target fast enough in its own run has its curve queued at
+        once (engine/confirm.py ``plan_early``); looked at once per finished proposal, before the plan; True when
+        it queued runs."""
+        if self.plan is not None or not self._early_stale:
+            return False
+        self._early_stale = False
+        early = plan_early(trials, self.space)
+        if not enqueue_plan(self.study, early, early=True):
+            return False
+        self.on_message(f"confirmation at once: trial(s) {', '.join(map(str, early.candidates))} reached the target "
+                        f"at least x{self.space.confirm.early:g} faster than the baseline in one run; "
+                        f"{len(early.runs)} runs of their curves queued")
+        return True
+
     def _check_probe(self, trials: list[FrozenTrial]) -> bool:
         """``confirm.paired_baseline: probe``: once the probe finished, its verdict (engine/confirm.py
         ``check_probe``), and the rest of the paired baseline queued when the machine's speed moved; True when
@@ -278,8 +295,8 @@ class SearchLoop:
             if not self.stop_reason:
                 self.stop_reason = stop_message(reason, st.count_in_state(trials, TrialState.FAIL))
             return WAIT if self.in_flight else DONE
-        if self._check_probe(trials):
-            trials = self.trials()  # decided as soon as the probe finished: the rest of the baseline among the runs
+        if self._check_probe(trials) or self._confirm_early(trials):
+            trials = self.trials()  # the runs they queued go first (the probe's verdict: as soon as it finished)
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
             if self._queue_baselines():
@@ -410,8 +427,10 @@ class SearchLoop:
             self._run_again(frozen, crash)
         elif busy and queueing.requeue(self.study, frozen):
             self.on_message(f"trial {frozen.number}: {busy['error']}; queued again as a new trial")
-        elif state == TrialState.COMPLETE and self.space.scheduler.promotes and st.stage_of(frozen) == st.SEARCH:
-            self._promote(frozen)
+        elif state == TrialState.COMPLETE and st.stage_of(frozen) == st.SEARCH:
+            self._early_stale = True
+            if self.space.scheduler.promotes:
+                self._promote(frozen)
         self.on_finish(frozen)
         return frozen
 

@@ -93,7 +93,7 @@ def space_from_dict(
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),
         confirm=ConfirmSpec(enabled=file.confirm.enabled, top_k=file.confirm.top_k, seeds=file.confirm.seeds,
                             max_share=file.confirm.max_share, sequential=file.confirm.sequential,
-                            paired_baseline=file.confirm.paired_baseline),
+                            paired_baseline=file.confirm.paired_baseline, early=file.confirm.early),
         simplify=SimplifySpec(enabled=file.simplify.enabled, budget=file.simplify.budget),
         origin=Origin(path=Path(path) if path is not None else None, source=source,
                       text=text if text is not None else yaml.safe_dump(data, sort_keys=False)),

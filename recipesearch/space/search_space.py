@@ -383,8 +383,9 @@ class SearchSpace:
         content["base"].pop("name", None)
         if not self.confirm.sequential:  # the hash of a space from before the option stays what it was
             content["confirm"].pop("sequential")
-        if self.confirm.paired_baseline == "probe":  # nor does the default of a later option change it
-            content["confirm"].pop("paired_baseline")
+        for key, default in (("paired_baseline", "probe"), ("early", 1.5)):  # nor do later options' defaults
+            if content["confirm"][key] == default:
+                content["confirm"].pop(key)
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
 
     def __repr__(self) -> str:

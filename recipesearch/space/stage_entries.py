@@ -38,7 +38,9 @@ class ConfirmEntry(Section):
     (analysis/sequential.py); one decided either way gets none. ``paired_baseline``: ``probe`` (the default)
     re-runs one baseline run beside the candidates, as a check of the machine's speed, and re-runs the whole
     baseline only when that run's time moved (analysis/paired_baseline.py); ``full`` always re-runs it all, as
-    does ``probe`` when ``baseline.seeds`` is 1 (no claim can be measured against one seed).
+    does ``probe`` when ``baseline.seeds`` is 1 (no claim can be measured against one seed). ``early`` (1.5): a
+    proposal whose own run reached the target at least this many times faster than the baseline is confirmed at
+    once, while the proposals go on (``null``: only after them; engine/confirm.py ``plan_early``).
     """
 
     enabled: bool = True
@@ -47,6 +49,7 @@ class ConfirmEntry(Section):
     max_share: float = Field(0.55, gt=0, le=0.9)
     sequential: bool = False
     paired_baseline: Literal["probe", "full"] = "probe"
+    early: float | None = Field(1.5, ge=1)
 
     @classmethod
     def coerce(cls, data: Any) -> Any:

@@ -28,6 +28,7 @@ class ConfirmSpec:
     max_share: float = 0.55  # of the whole search's compute (the paired baseline included)
     sequential: bool = False  # one more seed for a candidate still undecided after ``seeds`` (analysis/sequential)
     paired_baseline: str = "probe"  # "probe": one baseline run re-timed, the rest only if it moved; "full": all
+    early: float | None = 1.5  # a proposal this much faster to the target in its own run is confirmed at once
 
 
 @dataclass(frozen=True)

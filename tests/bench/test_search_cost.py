@@ -20,7 +20,9 @@ def test_render_names_each_arms_cost_and_verdict():
     assert "| today | 63 | - | 45.0 | sweep 2.2, confirmation 19.4 | nothing beat the baseline to the target val acc " \
            "0.9784 (x) (target 0.9784) | none | - |" in text
     assert "| levers | 63 | - | 20.0 |" in text and "confirmed 2.00x [1.20-3.00]" in text
-    assert "| 20.0 | 14 trainings |" in text
+    assert "| <= 20.0 | 14 trainings |" in text  # saved before the replay of its first claim: the whole search
+    replayed = {**confirmed, "first_claim": {"trainings": 11.25, "run": 40, "verdict": "confirmed: .."}}
+    assert "| 11.2 | 14 trainings |" in search_cost.render({"arms": [replayed]})
     assert text.endswith("Note: one after the other")
 
 
@@ -34,6 +36,9 @@ def test_each_arm_is_the_demo_space_with_its_changes(tmp_path):
     assert before["budgets"] == [0.25, 0.5, 1, 2] and "search_budget" not in before
     fm = yaml.safe_load(search_cost._space(search_cost.ARMS["fashion_mnist_quick"], tmp_path).read_text())
     assert fm["base"]["data"]["subset"] == 0.25 and fm["search_budget"] == 30 and fm["budgets"] == [0.25, 0.5, 1]
+    late = yaml.safe_load(search_cost._space(search_cost.ARMS["fashion_mnist_quick, confirmed after the proposals"],
+                                             tmp_path).read_text())
+    assert late["confirm"] == {**fm["confirm"], "early": None} and late["base"] == fm["base"]
 
 
 def test_only_the_arms_asked_for_run_and_the_others_saved_results_stay(tmp_path, monkeypatch):

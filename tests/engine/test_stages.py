@@ -204,6 +204,42 @@ def test_a_proposal_that_already_reaches_the_target_is_confirmed_first(tmp_path,
     assert loop.plan.skipped == tuple(n for n in proposals if n != chosen.number)
 
 
+@pytest.mark.parametrize("early", [1.5, None])
+def test_a_proposal_that_reaches_the_target_fast_is_confirmed_while_the_proposals_go_on(tmp_path, make_space, early):
+    """Cutout at budget 0.5 reaches the target (the baseline at budget 1: 0.93 in 2 s against 0.90 in 4 s), 2x
+    faster in its one run: with ``confirm.early`` its curve up to budget 0.5 (no run past the target) is queued at
+    once, and the search goes on; without, the confirmation waits for the end of the proposals."""
+    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=16,
+                       confirm={"top_k": 2, "seeds": 3, "max_share": 0.9, "early": early},
+                       algorithms={"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}, "cutout": {}})
+    loop, study, messages = open_loop(tmp_path, space)
+    queueing.enqueue(study, space.complete({"budget": 0.5, "alg.cutout": True, "alg.label_smoothing": False}))
+
+    def result(proposal) -> dict:
+        out = fake_result(proposal)
+        if "cutout" in proposal.config["recipe"]["algorithms"]:
+            out["val_accuracy"] += 0.08
+        return out
+
+    loop.run(InProcess(result, concurrency=2))
+    cutout = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.cutout"])
+    mine = [t for t in runs_of(study, st.CONFIRM) if t.user_attrs["of_trial"] == cutout.number]
+    last_proposal = max(t.number for t in runs_of(study, st.SEARCH))
+    said = [m for m in messages if m.startswith("confirmation at once")]
+    if not early:  # the front moved on by the end of the proposals: other candidates, after them
+        assert not said and not any(t.user_attrs.get("early") for t in runs_of(study, st.CONFIRM))
+        assert min(t.number for t in runs_of(study, st.CONFIRM)) > last_proposal
+    else:
+        assert Counter((t.params["budget"], st.seed_index(t)) for t in [*mine, cutout]) == Counter(
+            {(b, s): 1 for b in (0.25, 0.5) for s in range(3)})  # no run past the budget that reached the target
+        assert all(t.user_attrs.get("early") and t.state.name == "COMPLETE" for t in mine)
+        assert max(t.number for t in mine) < last_proposal  # while the proposals went on
+        assert f"trial(s) {cutout.number} " in said[0] and len(said) <= space.confirm.top_k
+        # the plan at the end takes it first, though it is no longer on the front, and queues nothing more for it
+        assert loop.plan.candidates[0] == cutout.number
+    assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) == 16
+
+
 def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
     space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 5, "max_share": 0.1},
                        budgets=[0.25, 0.5, 1], trials=16)
