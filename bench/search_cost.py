@@ -15,8 +15,9 @@ budget 1):
   seed only for a candidate still undecided) and ``search_budget: 30``;
 - ``fashion_mnist_quick``: ``search_spaces/fashion_mnist_quick.yaml`` as shipped, the same plan on a quarter of
   Fashion-MNIST's training images (6k validation images: far less noise at the target than digits' 216);
-- ``fashion_mnist_quick, confirmed after the proposals``: the same with ``confirm.early: null``, the plan before
-  early confirmation (a candidate's curve is still cut at the budget that reached the target).
+- ``fashion_mnist_quick, confirmed after the proposals``: the same with ``confirm: {early: null, stop_at_claim:
+  false}``, the plan before early confirmation and the stop at the first claim (a candidate's curve is still cut
+  at the budget that reached the target).
 
 *Cost to the first confirmed claim*: what the search had spent when its headline first stood confirmed at the
 target, replayed from its trials in the order they finished (``recipesearch.analysis.first_claim``), else "none";
@@ -45,7 +46,7 @@ ARMS = {"before": BEFORE,
         "before, with the probe": {**BEFORE, "confirm": {**BEFORE["confirm"], "paired_baseline": "probe"}},
         "shipped": {}, "fashion_mnist_quick": {"space": FM_QUICK},
         "fashion_mnist_quick, confirmed after the proposals": {
-            "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None}}}
+            "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None, "stop_at_claim": False}}}
 
 
 def _space(changes: dict[str, Any], folder: Path) -> Path:

@@ -151,9 +151,11 @@ def _estimate(own_seconds: float, own_budget: float, budget: float, scale: dict[
     return REGRESSION_MARGIN * own_seconds * budget / own_budget
 
 
-def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed: float | None = None) -> ConfirmPlan:
+def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed: float | None = None,
+                      begun_only: bool = False) -> ConfirmPlan:
     """Which proposals to confirm and the runs that takes (module docstring); ``allowed``: the training seconds a
-    search budget leaves it (engine/search_budget.py), in place of ``max_share`` of the compute."""
+    search budget leaves it (engine/search_budget.py), in place of ``max_share`` of the compute; ``begun_only``:
+    the candidates confirmed early and nothing more (``confirm.stop_at_claim``: one of them stood)."""
     spec = space.confirm
     if not spec.enabled:
         return ConfirmPlan()
@@ -170,6 +172,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     reference = reference_budget(space.budgets)
     # with a probe: only the baseline's first seed at the reference budget, the rest kept for check_probe
     paired = [r for r in full if r.seed_index == 0 and r.params["budget"] == reference][:1] if probes(space) else full
+    paired = [] if begun_only else paired
     spent = sum(r.estimated_seconds for r in paired)  # due as soon as one candidate is taken
     # the candidates begun early first, on the front or not by now (their runs reached the target: ``plan_early``)
     by_number = {t.number: t for t in trials}
@@ -180,7 +183,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
         seen.add(key)
         mine = _curve_runs(t, at_target, space, found, present)
         cost = 0.0 if t.number in begun else sum(r.estimated_seconds for r in mine)
-        if t.number not in begun and (len(chosen) >= spec.top_k or spent + cost > allowed):
+        if t.number not in begun and (begun_only or len(chosen) >= spec.top_k or spent + cost > allowed):
             skipped.append(t.number)
             continue
         chosen.append(t.number)
@@ -246,6 +249,27 @@ def plan_early(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan
             runs += _curve_runs(t, at_target, space, found, present)
     return ConfirmPlan(tuple(chosen), (), tuple(interleave(runs, space.budgets)), found.search_seconds,
                        sum(r.estimated_seconds for r in runs))
+
+
+def early_claim(trials: Sequence[FrozenTrial], space: SearchSpace) -> int | None:
+    """``confirm.stop_at_claim``: the first candidate confirmed early (``plan_early``) whose runs all finished and
+    whose claim stands at the target, decided as the first look of the sequential rule decides it
+    (analysis/sequential.py, the bootstrap the report's verdict uses); None: none yet."""
+    from recipesearch.analysis.frontier import frontier
+    from recipesearch.analysis.sequential import CONFIRMED, look
+
+    mine: dict[int, list[FrozenTrial]] = {}
+    for t in trials:
+        if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY):
+            mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
+    done = sorted(n for n, runs in mine.items() if all(st.is_finished(t) for t in runs))
+    if not done:
+        return None
+    fr = frontier(trials_frame(list(trials), space), space)
+    keys = dict(zip(fr.trials["number"], fr.trials["recipe_key"], strict=True))
+    runs = fr.completed_trials
+    return next((n for n in done if look(runs[runs["recipe_key"] == keys.get(n)], fr.baseline, fr.target.accuracy,
+                                         fr.metric) == CONFIRMED), None)
 
 
 def probes(space: SearchSpace) -> bool:

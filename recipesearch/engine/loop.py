@@ -42,6 +42,7 @@ from recipesearch.engine.confirm import (
     ProbeCheck,
     SecondLook,
     check_probe,
+    early_claim,
     enqueue_plan,
     plan_confirmation,
     plan_early,
@@ -90,6 +91,8 @@ class SearchLoop:
         self.second_look: SecondLook | None = None  # confirm.sequential: its first look's decisions, once taken
         self.probe: ProbeCheck | None = None  # confirm.paired_baseline: probe: its verdict, once the probe finished
         self._early_stale = True  # a proposal finished since ``plan_early`` last looked
+        self.claim: int | None = None  # confirm.stop_at_claim: the candidate whose early claim stood
+        self._claim_stale = True  # an early confirmation run finished since ``early_claim`` last looked
         self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
         self.strict_timing = False  # --strict-timing: a trial timed on a busy machine runs again
@@ -164,7 +167,20 @@ class SearchLoop:
         if self._search_in_flight():
             return False
         return (st.count_finished(trials, EARLIER_STAGES) >= self.n_trials or self._search_exhausted(trials)
-                or self._budget_spent(trials))
+                or self._budget_spent(trials) or self._claim_stood(trials))
+
+    def _claim_stood(self, trials: list[FrozenTrial]) -> bool:
+        """``confirm.stop_at_claim``: a claim confirmed early stands at the target (engine/confirm.py
+        ``early_claim``): no more proposals, and the confirmation adds nothing to the candidates begun early."""
+        if self.claim is not None or not (self.space.confirm.stop_at_claim and self._claim_stale):
+            return self.claim is not None
+        self._claim_stale = False
+        self.claim = early_claim(trials, self.space)
+        if self.claim is not None:
+            self.stop_reason = (f"trial {self.claim}'s claim stands at the target (confirm.stop_at_claim): no more "
+                                f"proposals after {st.count_finished(trials, EARLIER_STAGES)} trials")
+            self.on_message(self.stop_reason)
+        return self.claim is not None
 
     def _budget_spent(self, trials: list[FrozenTrial]) -> bool:
         """The search budget leaves no room for another proposal (what is queued still runs: the baseline first)."""
@@ -183,7 +199,7 @@ class SearchLoop:
         if self.plan is not None or not self._search_done(trials):
             return
         allowed = self.budget.confirm_allowance(trials) if self.budget is not None else None
-        self.plan = plan_confirmation(trials, self.space, allowed)
+        self.plan = plan_confirmation(trials, self.space, allowed, begun_only=self.claim is not None)
         enqueue_plan(self.study, self.plan)
         if self.space.confirm.enabled:
             self.on_message(self.plan.describe())
@@ -304,7 +320,7 @@ class SearchLoop:
             if not self._baselines_queued:  # the LR sweep is still choosing: its runs, or wait for them
                 return self._ask() if waiting else (WAIT if self.in_flight else DONE)
         if st.count_finished(trials, EARLIER_STAGES) + self._search_in_flight() < self.n_trials \
-                and not self._budget_spent(trials):
+                and not self._budget_spent(trials) and not self._claim_stood(trials):
             if self.sweep is not None and not waiting:
                 queued = self._queue_sweep_moves(trials)
                 if queued is not None:
@@ -427,6 +443,8 @@ class SearchLoop:
             self._run_again(frozen, crash)
         elif busy and queueing.requeue(self.study, frozen):
             self.on_message(f"trial {frozen.number}: {busy['error']}; queued again as a new trial")
+        elif frozen.user_attrs.get(st.EARLY):
+            self._claim_stale = True
         elif state == TrialState.COMPLETE and st.stage_of(frozen) == st.SEARCH:
             self._early_stale = True
             if self.space.scheduler.promotes:

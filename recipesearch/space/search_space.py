@@ -386,6 +386,7 @@ class SearchSpace:
         for key, default in (("paired_baseline", "probe"), ("early", 1.5)):  # nor do later options' defaults
             if content["confirm"][key] == default:
                 content["confirm"].pop(key)
+        content["confirm"].pop("stop_at_claim")  # operational: a resume may lift it and search on
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
 
     def __repr__(self) -> str:

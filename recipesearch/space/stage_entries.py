@@ -41,6 +41,8 @@ class ConfirmEntry(Section):
     does ``probe`` when ``baseline.seeds`` is 1 (no claim can be measured against one seed). ``early`` (1.5): a
     proposal whose own run reached the target at least this many times faster than the baseline is confirmed at
     once, while the proposals go on (``null``: only after them; engine/confirm.py ``plan_early``).
+    ``stop_at_claim``: the search ends as soon as such a claim stands at the target (no more proposals, no other
+    candidate): the cheapest confirmed recipe rather than the best one.
     """
 
     enabled: bool = True
@@ -50,6 +52,7 @@ class ConfirmEntry(Section):
     sequential: bool = False
     paired_baseline: Literal["probe", "full"] = "probe"
     early: float | None = Field(1.5, ge=1)
+    stop_at_claim: bool = False
 
     @classmethod
     def coerce(cls, data: Any) -> Any:

@@ -29,6 +29,7 @@ class ConfirmSpec:
     sequential: bool = False  # one more seed for a candidate still undecided after ``seeds`` (analysis/sequential)
     paired_baseline: str = "probe"  # "probe": one baseline run re-timed, the rest only if it moved; "full": all
     early: float | None = 1.5  # a proposal this much faster to the target in its own run is confirmed at once
+    stop_at_claim: bool = False  # the search ends once a claim confirmed early stands at the target
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,8 @@ def test_the_first_claim_is_where_a_prefix_of_the_finished_runs_first_confirms_t
     assert got is not None and "confirmed: trial" in got.verdict
     i = int(table.index[table["number"] == got.number][0])
     assert table.loc[i, "stage"] == "confirm" and i < len(table) - 1  # before the search's last run
-    assert not frontier(table.iloc[:i], VAL).headline.confirmed and frontier(table.iloc[: i + 1], VAL).headline.confirmed
+    assert not frontier(table.iloc[:i], VAL).headline.confirmed
+    assert frontier(table.iloc[: i + 1], VAL).headline.confirmed
     assert got.trainings == pytest.approx(table["train_seconds"].iloc[: i + 1].sum() / 4.0)  # unit: 4 s at budget 1
 
 

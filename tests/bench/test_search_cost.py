@@ -38,7 +38,7 @@ def test_each_arm_is_the_demo_space_with_its_changes(tmp_path):
     assert fm["base"]["data"]["subset"] == 0.25 and fm["search_budget"] == 30 and fm["budgets"] == [0.25, 0.5, 1]
     late = yaml.safe_load(search_cost._space(search_cost.ARMS["fashion_mnist_quick, confirmed after the proposals"],
                                              tmp_path).read_text())
-    assert late["confirm"] == {**fm["confirm"], "early": None} and late["base"] == fm["base"]
+    assert late["confirm"] == {**fm["confirm"], "early": None, "stop_at_claim": False} and late["base"] == fm["base"]
 
 
 def test_only_the_arms_asked_for_run_and_the_others_saved_results_stay(tmp_path, monkeypatch):

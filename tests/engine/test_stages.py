@@ -240,6 +240,37 @@ def test_a_proposal_that_reaches_the_target_fast_is_confirmed_while_the_proposal
     assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) == 16
 
 
+def test_with_stop_at_claim_the_search_ends_once_an_early_claim_stands(tmp_path, make_space):
+    from recipesearch.analysis.frontier import frontier
+
+    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=40,
+                       confirm={"top_k": 2, "seeds": 3, "stop_at_claim": True},
+                       algorithms={"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}, "cutout": {}})
+    loop, study, messages = open_loop(tmp_path, space)
+    queueing.enqueue(study, space.complete({"budget": 0.5, "alg.cutout": True, "alg.label_smoothing": False}))
+
+    def result(proposal) -> dict:
+        out = fake_result(proposal)
+        if "cutout" in proposal.config["recipe"]["algorithms"]:
+            out["val_accuracy"] += 0.08
+        return out
+
+    loop.run(InProcess(result, concurrency=2))
+    cutout = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.cutout"])
+    assert loop.claim == cutout.number and loop.plan.candidates[0] == cutout.number
+    assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) < 20  # of 40
+    assert any(m.startswith(f"trial {cutout.number}'s claim stands at the target") for m in messages)
+    confirm = runs_of(study, st.CONFIRM)
+    assert all(t.user_attrs.get("early") for t in confirm)  # nothing after: no probe, no other candidate
+    headline = frontier(trials_frame(study.get_trials(), space), space).headline
+    assert headline.confirmed and headline.number in loop.plan.candidates  # the other one begun early may be faster
+    # operational: lifting it does not change the space's identity, so a resume may search on
+    assert make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=40,
+                      confirm={"top_k": 2, "seeds": 3},
+                      algorithms={"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}, "cutout": {}}
+                      ).hash == space.hash
+
+
 def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
     space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 5, "max_share": 0.1},
                        budgets=[0.25, 0.5, 1], trials=16)
