@@ -312,8 +312,9 @@ class ReplicationDriver(SearchDriver):
 
 
 def fresh_runs(trials: pd.DataFrame, arm_numbers: dict[str, int], space_seed: int) -> pd.DataFrame:
-    """The replication's finished runs as ``score_claims`` reads them: ``arm`` (from ``of_trial``, the trial
-    whose recipe a run retrains), ``seed_index`` (from the seed), the accuracies, train_seconds and the
+    """The replication's finished runs as ``score_claims`` reads them: ``arm`` (the run's own, else from
+    ``of_trial``, the trial whose recipe it retrains: a point claim's trial need not be its recipe's first, so
+    ``of_trial`` alone lost such runs), ``seed_index`` (from the seed), the accuracies, train_seconds and the
     conditions (hardware, cpu_share, load) where trials.csv has them."""
     columns = ["arm", "budget", "seed_index", "accuracy", "val_accuracy", "train_seconds"]
     if trials.empty:
@@ -322,8 +323,9 @@ def fresh_runs(trials: pd.DataFrame, arm_numbers: dict[str, int], space_seed: in
     arm_of = {number: arm for arm, number in arm_numbers.items()}
     baseline = done["is_baseline"].astype(str).str.lower().isin(("true", "1"))
     of_trial = pd.to_numeric(done["of_trial"], errors="coerce")
-    done["arm"] = [BASELINE_ARM if b else arm_of.get(int(n), "") if n == n else ""
-                   for b, n in zip(baseline, of_trial, strict=True)]
+    own = done["arm"].fillna("").astype(str) if "arm" in done else pd.Series("", index=done.index)
+    done["arm"] = [BASELINE_ARM if b else a or (arm_of.get(int(n), "") if n == n else "")
+                   for b, a, n in zip(baseline, own, of_trial, strict=True)]
     done["seed_index"] = pd.to_numeric(done["seed"], errors="coerce") - int(space_seed)
     done["budget"] = pd.to_numeric(done["budget"], errors="coerce").astype(float)
     return done

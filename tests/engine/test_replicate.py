@@ -14,7 +14,7 @@ import yaml
 from recipesearch.analysis.replication import CLAIM_COLUMNS, FRESH_SEED_OFFSET
 from recipesearch.engine import executors
 from recipesearch.engine import study as st
-from recipesearch.engine.replicate import ReplicateOptions, replicate
+from recipesearch.engine.replicate import ReplicateOptions, fresh_runs, replicate
 from recipesearch.errors import UserError
 from recipesearch.runlock import lock_run_dir
 from tests.report import fake_run
@@ -39,6 +39,14 @@ def snapshot(root: Path) -> dict[str, str]:
 
 def study_of(out: Path) -> optuna.Study:
     return optuna.load_study(study_name="replicate-test", storage=f"sqlite:///{out / 'study.db'}")
+
+
+def test_a_fresh_run_counts_for_its_own_arm_though_its_trial_is_not_the_recipes_first():
+    """A point claim's trial (41) of a recipe whose first trial is 12: its runs carry the arm they retrain."""
+    rows = pd.DataFrame({"state": ["COMPLETE"] * 3, "is_baseline": [True, False, False], "of_trial": [0, 41, 12],
+                         "arm": ["baseline", "ema", ""], "seed": [1000, 1000, 1001], "budget": [1, 0.25, 0.5]})
+    got = fresh_runs(rows, {"baseline": 0, "ema": 12}, space_seed=0)
+    assert list(got["arm"]) == ["baseline", "ema", "ema"] and list(got["seed_index"]) == [1000, 1000, 1001]
 
 
 def test_the_headline_is_retrained_beside_the_baseline_and_scored_on_test(tmp_path):
