@@ -88,10 +88,10 @@ class ConfirmPlan:
                 f" ({len(self.skipped)} non-dominated, none within the compute share or search budget left: "
                 f"{self.allowed_seconds:.1f} s)" if self.skipped else "")
         paired = sum(r.is_baseline for r in self.runs)
-        beside = "one baseline run to check the machine's speed" if paired == 1 else f"the baseline beside them " \
-            f"({paired} runs)"
+        beside = "no baseline run" if not paired else "one baseline run to check the machine's speed" \
+            if paired == 1 else f"the baseline beside them ({paired} runs)"
         return (f"confirmation: {len(self.candidates)} recipe(s) (trials {', '.join(map(str, self.candidates))}) "
-                f"x every budget x seeds, and {beside} = {len(self.runs)} runs, "
+                f"x their budgets x seeds, and {beside} = {len(self.runs)} runs, "
                 f"~{self.estimated_share:.0%} of the compute"
                 + (f"; {len(self.skipped)} more non-dominated left out" if self.skipped else ""))
 

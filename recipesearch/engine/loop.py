@@ -177,9 +177,8 @@ class SearchLoop:
         self._claim_stale = False
         self.claim = early_claim(trials, self.space)
         if self.claim is not None:
-            self.stop_reason = (f"trial {self.claim}'s claim stands at the target (confirm.stop_at_claim): no more "
-                                f"proposals after {st.count_finished(trials, EARLIER_STAGES)} trials")
-            self.on_message(self.stop_reason)
+            self.on_message(f"trial {self.claim}'s claim stands at the target (confirm.stop_at_claim): no more "
+                            f"proposals after {st.count_finished(trials, EARLIER_STAGES)} trials")
         return self.claim is not None
 
     def _budget_spent(self, trials: list[FrozenTrial]) -> bool:
