@@ -15,9 +15,11 @@ budget 1):
   seed only for a candidate still undecided) and ``search_budget: 30``;
 - ``fashion_mnist_quick``: ``search_spaces/fashion_mnist_quick.yaml`` as shipped, the same plan on a quarter of
   Fashion-MNIST's training images (6k validation images: far less noise at the target than digits' 216);
-- ``fashion_mnist_quick, confirmed after the proposals``: the same with ``confirm: {early: null, stop_at_claim:
+- ``fashion_mnist_quick confirmed after the proposals``: the same with ``confirm: {early: null, stop_at_claim:
   false}``, the plan before early confirmation and the stop at the first claim (a candidate's curve is still cut
-  at the budget that reached the target).
+  at the budget that reached the target);
+- ``byo``: ``examples/byo/space.yaml`` as shipped, a user's own ConvMixer, loader and method on a tenth of
+  Fashion-MNIST, on the same plan (budgets 0.25-1, ``search_budget: 20``, early confirmation and the stop).
 
 *Cost to the first confirmed claim*: what the search had spent when its headline first stood confirmed at the
 target, replayed from its trials in the order they finished (``recipesearch.analysis.first_claim``), else "none";
@@ -40,19 +42,25 @@ NAME = "search_cost"
 TITLE = "Search cost to the first confirmed claim at the target: the digits plan against the levers"
 SPACE = ROOT / "search_spaces" / "digits.yaml"
 FM_QUICK = ROOT / "search_spaces" / "fashion_mnist_quick.yaml"
+BYO = ROOT / "examples" / "byo" / "space.yaml"
 BEFORE = {"budgets": [0.25, 0.5, 1, 2], "search_budget": None,
           "confirm": {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}}
 ARMS = {"before": BEFORE,
         "before, with the probe": {**BEFORE, "confirm": {**BEFORE["confirm"], "paired_baseline": "probe"}},
         "shipped": {}, "fashion_mnist_quick": {"space": FM_QUICK},
-        "fashion_mnist_quick, confirmed after the proposals": {
-            "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None, "stop_at_claim": False}}}
+        "fashion_mnist_quick confirmed after the proposals": {
+            "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None,
+                                           "stop_at_claim": False}},
+        "byo": {"space": BYO}}
 
 
 def _space(changes: dict[str, Any], folder: Path) -> Path:
-    """The arm's space file in ``folder``: its ``space`` (digits.yaml by default) with its changes."""
+    """The arm's space file in ``folder``: its ``space`` (digits.yaml by default) with its changes; the source file
+    itself when there are none (a user's code beside it is found from its folder)."""
     changes = dict(changes)
     source = Path(changes.pop("space", SPACE))
+    if not changes:
+        return source
     data = yaml.safe_load(source.read_text())
     data.update(changes)
     data = {k: v for k, v in data.items() if v is not None}  # None: the key left out

@@ -163,7 +163,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     if allowed is None:
         allowed = found.search_seconds * spec.max_share / (1.0 - spec.max_share)
     present = st.present_runs(trials, EARLIER_STAGES)  # not the confirmation's own: the plan must not move
-    begun = _begun(trials)  # confirmed early (``plan_early``): taken first, their runs queued already
+    begun = begun_early(trials)  # confirmed early (``plan_early``): taken first, their runs queued already
     seen: set[str] = set()
     chosen: list[int] = []
     skipped: list[int] = []
@@ -212,7 +212,7 @@ def _curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: _Ca
             if st.run_key({**params, "budget": b}, seed) not in present]
 
 
-def _begun(trials: Sequence[FrozenTrial]) -> set[int]:
+def begun_early(trials: Sequence[FrozenTrial]) -> set[int]:
     """The candidates confirmed early: their runs queued during the proposals (``plan_early``)."""
     return {int(t.user_attrs[st.OF_TRIAL]) for t in trials if st.stage_of(t) == st.CONFIRM
             and t.user_attrs.get(st.EARLY) and t.user_attrs.get(st.OF_TRIAL) is not None}
@@ -228,15 +228,18 @@ def plan_early(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan
     spec = space.confirm
     if not spec.enabled or spec.early is None or st.count_unfinished(trials, (st.TUNE, st.BASELINE)):
         return ConfirmPlan()
-    done = [(st.stage_of(t), st.objective_accuracy(t.user_attrs, space)) for t in trials if t.state.name == "COMPLETE"]
-    base = [a for stage, a in done if stage in (st.TUNE, st.BASELINE) and a is not None]
+    reference = reference_budget(space.budgets)
+    done = [(st.stage_of(t), st.objective_accuracy(t.user_attrs, space), float(st.trial_params(t).get("budget", 0)))
+            for t in trials if t.state.name == "COMPLETE"]
+    base = [a for stage, a, b in done if stage in (st.TUNE, st.BASELINE) and a is not None and b == reference]
     # a cheap necessary condition before the frontier: a proposal at least as accurate as the worst baseline-stage
-    # run (the target, their seed mean at some budget, is no lower) or as a numeric target
+    # run at the reference budget (the target, their seed mean there or the best budget's, is no lower), or as a
+    # numeric target
     floor = space.target if not isinstance(space.target, str) else min(base, default=float("inf"))
-    if not any(stage == st.SEARCH and a is not None and a >= floor for stage, a in done):
+    if not any(stage == st.SEARCH and a is not None and a >= floor for stage, a, _ in done):
         return ConfirmPlan()
     found = _candidates(trials, space)
-    begun = _begun(trials)
+    begun = begun_early(trials)
     present = st.present_runs(trials, EARLIER_STAGES)
     seen = {key for t, key, _ in found.ordered if t.number in begun}
     chosen, runs = [], []

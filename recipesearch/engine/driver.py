@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from recipesearch.engine import interrupts, queueing, shipping, user_code
 from recipesearch.engine import study as st
 from recipesearch.engine.checkpoints import CheckpointStore
+from recipesearch.engine.confirm import begun_early
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.method_fit import check_methods_fit
 from recipesearch.engine.proposal import Proposal
@@ -281,6 +282,7 @@ class SearchDriver:
                       if (probe := self.loop.probe) is not None else None),
             "share_of_train_seconds": round(confirm / total, 4) if total > 0 else 0.0,
             "max_share": self.space.confirm.max_share,
+            "early": sorted(begun_early(self.loop.trials())), "stopped_at_claim": self.loop.claim,
         })
         if self.loop.simplify_plan is not None:
             secs_simplify = float(secs[df["stage"] == "simplify"].sum()) if secs is not None else 0.0

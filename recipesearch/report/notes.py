@@ -20,8 +20,8 @@ def report_notes(selection: Selection, trials: pd.DataFrame, run_meta: dict[str,
     well, so the CLI prints it with the others), what report/reconcile.py did, the scheduler's and repeats'
     savings, then ``warnings`` (the frontier's, the recipe files'), then the simplify stage's verdicts."""
     notes = [selection.text, *(str(note) for note in run_meta.get("report_notes") or ())]
-    notes += [note for note in (pruning_note(trials), repeats_note(trials), busy_note(trials), paired_note(trials),
-                                warm_note(trials, run_meta, selection.metric)) if note]
+    notes += [note for note in (pruning_note(trials), repeats_note(trials), busy_note(trials), early_note(run_meta),
+                                paired_note(trials), warm_note(trials, run_meta, selection.metric)) if note]
     notes += warnings
     simplified = simplify_note(run_meta)
     if simplified:
@@ -114,10 +114,25 @@ def busy_note(trials: pd.DataFrame) -> str | None:
             "the machine's own (`--strict-timing` runs such trials again)")
 
 
+def early_note(run_meta: dict[str, Any]) -> str | None:
+    """The candidates confirmed while the proposals went on (``confirm.early``), and a stop at the first claim."""
+    confirmation = run_meta.get("confirmation")
+    early = confirmation.get("early") if isinstance(confirmation, dict) else None
+    if not isinstance(early, list) or not early:
+        return None
+    text = (f"early confirmation: trial(s) {', '.join(map(str, early))} reached the target faster than the baseline "
+            "in one run by the margin confirm.early asks, and were confirmed while the proposals went on")
+    stopped = confirmation.get("stopped_at_claim")
+    if stopped is None:
+        return text
+    return (f"{text}; the search stopped once trial {stopped}'s claim stood (confirm.stop_at_claim): its headline is "
+            "the cheapest confirmed recipe, not necessarily the best one")
+
+
 def paired_note(trials: pd.DataFrame) -> str | None:
     """Whether speedups are measured against the baseline the confirmation stage re-ran beside the candidates, or
     against the baseline stage's after its probe found the machine's speed unchanged (analysis/paired_baseline)."""
-    from recipesearch.analysis.paired_baseline import PROBE_TOLERANCE, covers, probe_moved
+    from recipesearch.analysis.paired_baseline import PROBE_TOLERANCE, covers, geometric_mean, probe_moved
 
     if "completed" not in trials or "stage" not in trials:
         return None
@@ -130,11 +145,11 @@ def paired_note(trials: pd.DataFrame) -> str | None:
         probe = paired.sort_values("number").iloc[0]
         same = early.loc[early["budget"].astype(float) == float(probe["budget"]), "train_seconds"].astype(float)
         moved = probe_moved(same.to_numpy(), float(probe["train_seconds"]))
+        verdict = ("the machine's speed moved, so the rest of the baseline is re-run beside them" if moved
+                   else f"within {PROBE_TOLERANCE:.0%}, so claims are measured against the baseline stage's runs")
         return (f"speed probe: the confirmation re-ran one baseline run (budget {float(probe['budget']):g}) beside the "
-                f"candidates: {float(probe['train_seconds']):.3g} s, against {same.mean():.3g} s in the baseline "
-                "stage; " + ("the machine's speed moved, so the rest of the baseline is re-run beside them" if moved
-                             else f"within {PROBE_TOLERANCE:.0%}, so claims are measured against the baseline stage's "
-                                  "runs"))
+                f"candidates: {float(probe['train_seconds']):.3g} s, against {geometric_mean(same):.3g} s (geometric "
+                f"mean) in the baseline stage; {verdict}")
     return (f"paired baseline: the confirmation stage re-ran the baseline beside the candidates ({len(paired)} runs, "
             "interleaved with theirs); once it covers every budget, confirmed speedups and the headline are measured "
             "against it, and the baseline stage's curve is drawn dotted for comparison")

@@ -29,16 +29,18 @@ def test_render_names_each_arms_cost_and_verdict():
 def test_each_arm_is_the_demo_space_with_its_changes(tmp_path):
     shipped = yaml.safe_load(search_cost._space(search_cost.ARMS["shipped"], tmp_path).read_text())
     assert shipped["budgets"] == [0.25, 0.5, 1] and shipped["search_budget"] == 30 and shipped["confirm"]["sequential"]
-    assert (tmp_path / shipped["base"]).resolve() == (search_cost.SPACE.parent / "../recipes/digits_baseline.yaml"
-                                                      ).resolve()
+    assert search_cost._space(search_cost.ARMS["shipped"], tmp_path) == search_cost.SPACE  # no changes: as shipped
     before = yaml.safe_load(search_cost._space(search_cost.ARMS["before"], tmp_path).read_text())
+    assert (tmp_path / before["base"]).resolve() == (search_cost.SPACE.parent / "../recipes/digits_baseline.yaml"
+                                                     ).resolve()  # a changed copy points at the base it came with
     assert before["confirm"] == {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}
     assert before["budgets"] == [0.25, 0.5, 1, 2] and "search_budget" not in before
     fm = yaml.safe_load(search_cost._space(search_cost.ARMS["fashion_mnist_quick"], tmp_path).read_text())
     assert fm["base"]["data"]["subset"] == 0.25 and fm["search_budget"] == 30 and fm["budgets"] == [0.25, 0.5, 1]
-    late = yaml.safe_load(search_cost._space(search_cost.ARMS["fashion_mnist_quick, confirmed after the proposals"],
+    late = yaml.safe_load(search_cost._space(search_cost.ARMS["fashion_mnist_quick confirmed after the proposals"],
                                              tmp_path).read_text())
     assert late["confirm"] == {**fm["confirm"], "early": None, "stop_at_claim": False} and late["base"] == fm["base"]
+    assert search_cost._space(search_cost.ARMS["byo"], tmp_path) == search_cost.BYO  # atelier/ is found beside it
 
 
 def test_only_the_arms_asked_for_run_and_the_others_saved_results_stay(tmp_path, monkeypatch):
@@ -49,7 +51,7 @@ def test_only_the_arms_asked_for_run_and_the_others_saved_results_stay(tmp_path,
         baseline_accuracy, elsewhere = 0.97, ""
 
     def search(space, out, **kw):
-        ran.append(Path(space).parent.name)
+        ran.append(Path(out).parent.name)
         (Path(out)).mkdir(parents=True)
         (Path(out) / "run.json").write_text('{"payback": {"search_trainings": 9.0}}')
         (Path(out) / "trials.csv").write_text("stage,is_baseline\nconfirm,True\nsearch,False\n")

@@ -59,6 +59,7 @@ def test_a_search_with_every_stage_selects_on_val_and_reports_the_confirmation(t
     probe = c["probe"]  # the paired baseline's probe: the rest of it re-run only if the machine's speed moved
     assert c["candidates"] and c["runs"] + probe["runs"] == (csv["stage"] == "confirm").sum()
     assert 0 < c["share_of_train_seconds"] < 1
+    assert set(c["early"]) <= set(c["candidates"]) and c["stopped_at_claim"] is None  # confirm.stop_at_claim off
     assert result.frontier.metric == "val_accuracy" and result.frontier.confirmed_front
     assert result.headline.verdict  # confirmed, or says why not
     # the paired baseline: its probe (the first seed at budget 1), then, only if the probe's time moved, the rest of
