@@ -27,6 +27,9 @@ def recipe_curves(done: pd.DataFrame, baseline_runs: pd.DataFrame, metric: str, 
     recipes = done[~done["is_baseline"]]
     if not baseline_runs.empty:
         for key, runs in recipes.groupby("recipe_key", sort=False):
+            seeds = runs.groupby("budget").size()
+            if (seeds >= 2).sum() >= 2:  # a lone proposal at another budget is not part of a curve trained with
+                runs = runs[runs["budget"].isin(seeds.index[seeds >= 2])]  # seeds (a curve cut at the target)
             if runs["budget"].nunique() < 2:
                 continue
             r: CurveSpeedup = bootstrap_curve_speedup(runs, baseline_runs, target, n_boot=N_BOOT,

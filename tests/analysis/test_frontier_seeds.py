@@ -125,3 +125,17 @@ def test_a_rerun_with_the_same_seed_counts_once_and_the_base_recipe_is_the_basel
     p = f.baseline_points.set_index("budget")
     assert p.loc[0.25, "n_seeds"] == 3  # not 4
     assert p.loc[0.5, "n_seeds"] == 4 and f.trials["is_baseline"].sum() == 11  # the sweep's run is a baseline run
+
+
+def test_a_lone_run_past_a_curve_cut_at_the_target_is_not_part_of_the_curve():
+    """A curve confirmed up to the budget that reached the target (3 seeds at 0.25 and 0.5), and a later proposal of
+    the same recipe at budget 1 (one seed): the curve is the repeated budgets, confirmed, not a one-seed curve."""
+    base = runs("baseline", BASE, is_baseline=True)
+    fast = {0.25: (0.5, 0.86), 0.5: (1.0, 0.92)}
+    lone = runs("fast", {1.0: (2.0, 0.95)}, seeds=(0.0,))
+    f = frontier(table(base, runs("fast", fast), lone), VAL)
+    row = f.recipes.iloc[0]
+    assert row["n_budgets"] == 2 and row["n_seeds"] == 3 and row["confirmed"] and f.headline.confirmed
+    # single runs at every budget stay a (one-seed) curve, as before
+    single = frontier(table(base, runs("fast", {**fast, 1.0: (2.0, 0.95)}, seeds=(0.0,))), VAL).recipes.iloc[0]
+    assert single["n_budgets"] == 3 and single["n_seeds"] == 1 and not single["confirmed"]
