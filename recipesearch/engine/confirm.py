@@ -358,7 +358,8 @@ class SecondLook:
         said = ", ".join(f"trial {n} {d}" for n, d in self.decisions.items())
         if not self.runs:
             return f"confirmation, first look: {said}; no second look needed"
-        return f"confirmation, first look: {said}; a second look: one more seed ({len(self.runs)} runs)"
+        return (f"confirmation, first look: {said}; a second look ({len(self.runs)} runs): one more seed, or the next "
+                "budget for a curve cut at the target")
 
 
 def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> SecondLook:
