@@ -97,7 +97,7 @@ class ConfirmPlan:
 
 
 @dataclass(frozen=True)
-class _Candidates:
+class Candidates:
     """What the plan reads of the earlier stages, all from one ``frontier``."""
 
     # non-dominated proposals in priority order, with their recipe_key and, when the run reached the target, the
@@ -109,14 +109,14 @@ class _Candidates:
     keys: dict[int, str] = field(default_factory=dict)  # trial number -> recipe_key, every earlier run
 
 
-def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidates:
+def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candidates:
     from recipesearch.analysis.frontier import frontier
 
     earlier = [t for t in trials if st.stage_of(t) in EARLIER_STAGES]
     seconds = float(sum(t.user_attrs.get("train_seconds") or 0.0 for t in earlier if st.is_finished(t)))
     df = trials_frame(earlier, space)
     if df.empty:
-        return _Candidates([], seconds, {}, {})
+        return Candidates([], seconds, {}, {})
     fr = frontier(df, space)
     rows = fr.trials[fr.on_recipe_front & fr.completed].copy()
     rows["_speedup"] = np.where(rows["speedup_status"] == "interpolated", rows["speedup"], np.nan)
@@ -141,7 +141,7 @@ def _candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> _Candidate
             baseline.setdefault(budget, t)
     ordered = zip(rows["number"], rows["recipe_key"], rows["_at_target"], strict=True)
     keys = {int(n): str(k) for n, k in zip(fr.trials["number"], fr.trials["recipe_key"], strict=True)}
-    return _Candidates([(by_number[int(n)], str(k), float(r)) for n, k, r in ordered], seconds, scale, baseline,
+    return Candidates([(by_number[int(n)], str(k), float(r)) for n, k, r in ordered], seconds, scale, baseline,
                        keys)
 
 
@@ -159,7 +159,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     spec = space.confirm
     if not spec.enabled:
         return ConfirmPlan()
-    found = _candidates(trials, space)
+    found = front_candidates(trials, space)
     if allowed is None:
         allowed = found.search_seconds * spec.max_share / (1.0 - spec.max_share)
     present = st.present_runs(trials, EARLIER_STAGES)  # not the confirmation's own: the plan must not move
@@ -181,7 +181,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
         if key in seen:
             continue  # the same recipe at another budget: confirmed once
         seen.add(key)
-        mine = _curve_runs(t, at_target, space, found, present)
+        mine = curve_runs(t, at_target, space, found, present)
         cost = 0.0 if t.number in begun else sum(r.estimated_seconds for r in mine)
         if t.number not in begun and (begun_only or len(chosen) >= spec.top_k or spent + cost > allowed):
             skipped.append(t.number)
@@ -199,7 +199,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
                        found.search_seconds, spent, allowed, rest)
 
 
-def _curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: _Candidates,
+def curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: Candidates,
                 present: set[str]) -> list[ConfirmRun]:
     """A candidate's curve: ``confirm.seeds`` seeds at every budget, but those ``present`` already; for a
     candidate whose run reached the target, only the budgets up to its own (two at least): the headline is the
@@ -220,63 +220,6 @@ def begun_early(trials: Sequence[FrozenTrial]) -> set[int]:
             and t.user_attrs.get(st.EARLY) and t.user_attrs.get(st.OF_TRIAL) is not None}
 
 
-def plan_early(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan:
-    """``confirm.early``: while the proposals go on, the candidates (module docstring) whose own run reached the
-    target at least ``early`` x faster than the baseline, up to ``top_k`` in all, with their curves: a claim that
-    holds is confirmed at a fraction of the search's cost (on Fashion-MNIST quick, the first proposal to reach
-    the target was the 2nd of 40: confirmed at the end of the search, it stood only after 20 of its 25 trainings).
-    Only once the baseline stage finished (the target is its accuracy); resume-safe: the runs queued have the
-    ``early`` attr and are not queued twice (``enqueue_plan``)."""
-    spec = space.confirm
-    if not spec.enabled or spec.early is None or st.count_unfinished(trials, (st.TUNE, st.BASELINE)):
-        return ConfirmPlan()
-    reference = reference_budget(space.budgets)
-    done = [(st.stage_of(t), st.objective_accuracy(t.user_attrs, space), float(st.trial_params(t).get("budget", 0)))
-            for t in trials if t.state.name == "COMPLETE"]
-    base = [a for stage, a, b in done if stage in (st.TUNE, st.BASELINE) and a is not None and b == reference]
-    # a cheap necessary condition before the frontier: a proposal at least as accurate as the worst baseline-stage
-    # run at the reference budget (the target, their seed mean there or the best budget's, is no lower), or as a
-    # numeric target
-    floor = space.target if not isinstance(space.target, str) else min(base, default=float("inf"))
-    if not any(stage == st.SEARCH and a is not None and a >= floor for stage, a, _ in done):
-        return ConfirmPlan()
-    found = _candidates(trials, space)
-    begun = begun_early(trials)
-    present = st.present_runs(trials, EARLIER_STAGES)
-    seen = {key for t, key, _ in found.ordered if t.number in begun}
-    chosen, runs = [], []
-    for t, key, at_target in found.ordered:
-        if len(begun) + len(chosen) >= spec.top_k or not at_target >= spec.early:
-            break  # the candidates that reached the target come first, the fastest first
-        if key not in seen:
-            seen.add(key)
-            chosen.append(t.number)
-            runs += _curve_runs(t, at_target, space, found, present)
-    return ConfirmPlan(tuple(chosen), (), tuple(interleave(runs, space.budgets)), found.search_seconds,
-                       sum(r.estimated_seconds for r in runs))
-
-
-def early_claim(trials: Sequence[FrozenTrial], space: SearchSpace) -> int | None:
-    """``confirm.stop_at_claim``: the first candidate confirmed early (``plan_early``) whose runs all finished and
-    whose claim stands at the target, decided as the first look of the sequential rule decides it
-    (analysis/sequential.py, the bootstrap the report's verdict uses); None: none yet."""
-    from recipesearch.analysis.frontier import frontier
-    from recipesearch.analysis.sequential import CONFIRMED, look
-
-    mine: dict[int, list[FrozenTrial]] = {}
-    for t in trials:
-        if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY):
-            mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
-    done = sorted(n for n, runs in mine.items() if all(st.is_finished(t) for t in runs))
-    if not done:
-        return None
-    fr = frontier(trials_frame(list(trials), space), space)
-    keys = dict(zip(fr.trials["number"], fr.trials["recipe_key"], strict=True))
-    runs = fr.completed_trials
-    return next((n for n in done if look(runs[runs["recipe_key"] == keys.get(n)], fr.baseline, fr.target.accuracy,
-                                         fr.metric) == CONFIRMED), None)
-
-
 def probes(space: SearchSpace) -> bool:
     """Whether the paired baseline starts as a probe: ``confirm.paired_baseline: probe`` and a baseline stage with
     the seeds a claim needs against it (with one seed, no claim can be confirmed but against the full re-run)."""
@@ -285,7 +228,7 @@ def probes(space: SearchSpace) -> bool:
     return space.confirm.paired_baseline == "probe" and space.baseline.seeds >= MIN_SEEDS
 
 
-def _paired_baseline(found: _Candidates, space: SearchSpace) -> list[ConfirmRun]:
+def _paired_baseline(found: Candidates, space: SearchSpace) -> list[ConfirmRun]:
     """The baseline again, beside the candidates: at every budget (the candidates' curves span them all), with
     the confirmation's seeds, on the params of the baseline stage's run there (its LR as the sweep chose)."""
     out = []
@@ -387,7 +330,7 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
         measured = mine.groupby("budget")["train_seconds"].mean()
         have = sorted(float(b) for b in measured.index)
         above = [float(b) for b in sorted(space.budgets) if float(b) > have[-1]] if have else []
-        if above:  # a curve cut at the target (``_curve_runs``): the next budget, where its replicates reach it
+        if above:  # a curve cut at the target (``curve_runs``): the next budget, where its replicates reach it
             new = [ConfirmRun({**params, "budget": above[0]}, k, number,
                               float(measured[have[-1]]) * above[0] / have[-1]) for k in range(seeds)]
         else:  # one more seed at each of its budgets

@@ -36,18 +36,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.engine import queueing, repeats, scheduler, simplify, strict_timing
 from recipesearch.engine import study as st
-from recipesearch.engine.confirm import (
-    EARLIER_STAGES,
-    ConfirmPlan,
-    ProbeCheck,
-    SecondLook,
-    check_probe,
-    early_claim,
-    enqueue_plan,
-    plan_confirmation,
-    plan_early,
-    plan_second_look,
-)
+from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, ProbeCheck, SecondLook
+from recipesearch.engine.confirm_stage import ConfirmStage
 from recipesearch.engine.failures import failing_alike, stop_message
 from recipesearch.engine.proposal import Proposal
 from recipesearch.engine.samplers import SweepStrategy, is_sweep
@@ -87,12 +77,7 @@ class SearchLoop:
         self.in_flight: dict[int, Proposal] = {}
         self.stop_reason = ""
         self._baselines_queued = False
-        self.plan: ConfirmPlan | None = None  # the confirmation stage's, once planned
-        self.second_look: SecondLook | None = None  # confirm.sequential: its first look's decisions, once taken
-        self.probe: ProbeCheck | None = None  # confirm.paired_baseline: probe: its verdict, once the probe finished
-        self._early_stale = True  # a proposal finished since ``plan_early`` last looked
-        self.claim: int | None = None  # confirm.stop_at_claim: the candidate whose early claim stood
-        self._claim_stale = True  # an early confirmation run finished since ``early_claim`` last looked
+        self.confirm = ConfirmStage(space, study, lambda text: self.on_message(text))  # engine/confirm_stage.py
         self.simplify_plan: simplify.SimplifyPlan | None = None  # the simplify stage's latest step
         self._simplify_seen: tuple[int, int] | None = None  # (finished, queued) post-search trials it was planned on
         self.strict_timing = False  # --strict-timing: a trial timed on a busy machine runs again
@@ -100,6 +85,22 @@ class SearchLoop:
         self.budget: SearchBudget | None = None  # --search-budget / --time-budget (engine/search_budget.py)
         self._budget_said = False
         self.warm: tuple[dict[str, Any], ...] = ()  # earlier searches' recipes, proposed first (engine/warm_start.py)
+
+    @property
+    def plan(self) -> ConfirmPlan | None:
+        return self.confirm.plan
+
+    @property
+    def second_look(self) -> SecondLook | None:
+        return self.confirm.second_look
+
+    @property
+    def probe(self) -> ProbeCheck | None:
+        return self.confirm.probe
+
+    @property
+    def claim(self) -> int | None:
+        return self.confirm.claim
 
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
@@ -170,16 +171,7 @@ class SearchLoop:
                 or self._budget_spent(trials) or self._claim_stood(trials))
 
     def _claim_stood(self, trials: list[FrozenTrial]) -> bool:
-        """``confirm.stop_at_claim``: a claim confirmed early stands at the target (engine/confirm.py
-        ``early_claim``): no more proposals, and the confirmation adds nothing to the candidates begun early."""
-        if self.claim is not None or not (self.space.confirm.stop_at_claim and self._claim_stale):
-            return self.claim is not None
-        self._claim_stale = False
-        self.claim = early_claim(trials, self.space)
-        if self.claim is not None:
-            self.on_message(f"trial {self.claim}'s claim stands at the target (confirm.stop_at_claim): no more "
-                            f"proposals after {st.count_finished(trials, EARLIER_STAGES)} trials")
-        return self.claim is not None
+        return self.confirm.claim_stood(trials, st.count_finished(trials, EARLIER_STAGES))
 
     def _budget_spent(self, trials: list[FrozenTrial]) -> bool:
         """The search budget leaves no room for another proposal (what is queued still runs: the baseline first)."""
@@ -193,69 +185,20 @@ class SearchLoop:
                             f"{st.count_finished(trials, EARLIER_STAGES)} trials; the rest is the confirmation's")
         return True
 
-    def _plan_confirmation(self, trials: list[FrozenTrial]) -> None:
-        """Plan (once per session) and queue the confirmation runs; a resume plans the same ones."""
-        if self.plan is not None or not self._search_done(trials):
-            return
-        allowed = self.budget.confirm_allowance(trials) if self.budget is not None else None
-        self.plan = plan_confirmation(trials, self.space, allowed, begun_only=self.claim is not None)
-        enqueue_plan(self.study, self.plan)
-        if self.space.confirm.enabled:
-            self.on_message(self.plan.describe())
-
-    def _second_look(self, trials: list[FrozenTrial]) -> bool:
-        """``confirm.sequential``, once the confirmation's first seeds finished: one more seed for the candidates
-        still undecided (engine/confirm.py ``plan_second_look``); True while its runs are queued."""
-        if self.plan is None or not self.space.confirm.sequential or self.second_look is not None:
-            return False
-        self.second_look = look = plan_second_look(trials, self.space, self.plan)
-        allowed = self.budget.confirm_allowance(trials) if self.budget is not None else None
-        if look.runs and allowed is not None and look.estimated_seconds > allowed:
-            self.second_look = SecondLook(look.decisions)  # the budget has no room for it: decided as it stands
-            self.on_message(f"{look.describe()}, skipped: the search budget has {allowed:.1f} s of training left, "
-                            f"it needs ~{look.estimated_seconds:.1f} s")
-            return False
-        added = enqueue_plan(self.study, look)
-        self.on_message(look.describe())
-        return added > 0
-
-    def _confirm_early(self, trials: list[FrozenTrial]) -> bool:
-        """``confirm.early``: a proposal that reached the target fast enough in its own run has its curve queued at
-        once (engine/confirm.py ``plan_early``); looked at once per finished proposal, before the plan; True when
-        it queued runs."""
-        if self.plan is not None or not self._early_stale:
-            return False
-        self._early_stale = False
-        early = plan_early(trials, self.space)
-        if not enqueue_plan(self.study, early, early=True):
-            return False
-        self.on_message(f"confirmation at once: trial(s) {', '.join(map(str, early.candidates))} reached the target "
-                        f"at least x{self.space.confirm.early:g} faster than the baseline in one run; "
-                        f"{len(early.runs)} runs of their curves queued")
-        return True
-
-    def _check_probe(self, trials: list[FrozenTrial]) -> bool:
-        """``confirm.paired_baseline: probe``: once the probe finished, its verdict (engine/confirm.py
-        ``check_probe``), and the rest of the paired baseline queued when the machine's speed moved; True when
-        it decided (once: False before the plan and after the verdict)."""
-        if self.plan is None or self.probe is not None:
-            return False
-        check = check_probe(trials, self.space, self.plan)
-        if check.moved is None:
-            return False
-        self.probe = check
-        enqueue_plan(self.study, check)
-        self.on_message(check.describe())
-        return True
+    def _allowed(self, trials: list[FrozenTrial]) -> float | None:
+        """What a search budget leaves the confirmation (None: no budget, or nothing to measure it in yet)."""
+        return self.budget.confirm_allowance(trials) if self.budget is not None else None
 
     def _plan_post(self, trials: list[FrozenTrial]) -> None:
         """The stages after the search: the confirmation (and its second look), then (once it finished) each step
         of the simplify stage. A step is planned again only when a post-search trial finished or was queued since."""
-        self._plan_confirmation(trials)
+        if self._search_done(trials):  # planned once per session; a resume plans the same runs
+            self.confirm.plan_once(trials, self._allowed(trials))
         trials = self.trials()  # with the confirmation runs just queued
-        if self._check_probe(trials):
+        if self.confirm.check_probe(trials):
             trials = self.trials()
-        if self.plan is None or st.count_unfinished(trials, (st.CONFIRM,)) or self._second_look(trials):
+        if self.plan is None or st.count_unfinished(trials, (st.CONFIRM,)) \
+                or self.confirm.look_again(trials, self._allowed(trials)):
             return
         if not self.space.simplify.enabled:
             return
@@ -310,7 +253,7 @@ class SearchLoop:
             if not self.stop_reason:
                 self.stop_reason = stop_message(reason, st.count_in_state(trials, TrialState.FAIL))
             return WAIT if self.in_flight else DONE
-        if self._check_probe(trials) or self._confirm_early(trials):
+        if self.confirm.check_probe(trials) or self.confirm.confirm_early(trials):
             trials = self.trials()  # the runs they queued go first (the probe's verdict: as soon as it finished)
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
@@ -442,12 +385,9 @@ class SearchLoop:
             self._run_again(frozen, crash)
         elif busy and queueing.requeue(self.study, frozen):
             self.on_message(f"trial {frozen.number}: {busy['error']}; queued again as a new trial")
-        elif frozen.user_attrs.get(st.EARLY):
-            self._claim_stale = True
-        elif state == TrialState.COMPLETE and st.stage_of(frozen) == st.SEARCH:
-            self._early_stale = True
-            if self.space.scheduler.promotes:
-                self._promote(frozen)
+        elif state == TrialState.COMPLETE and self.space.scheduler.promotes and st.stage_of(frozen) == st.SEARCH:
+            self._promote(frozen)
+        self.confirm.finished(frozen)
         self.on_finish(frozen)
         return frozen
 
