@@ -19,6 +19,14 @@ RECIPE_COLUMNS = ("recipe_key", "number", "algorithms", "n_budgets", "n_seeds", 
                   "recipe_unreached_fraction", "confirmed")  # fmt: skip
 
 
+def curve_of(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs of one recipe that make its curve: its budgets with repeated seeds when two or more have them, else
+    all. A lone proposal of the recipe at another budget (past a curve cut at the target) is not part of a curve
+    trained with seeds: with it, the curve would count as a one-seed curve."""
+    seeds = runs.groupby("budget").size()
+    return runs[runs["budget"].isin(seeds.index[seeds >= 2])] if (seeds >= 2).sum() >= 2 else runs
+
+
 def recipe_curves(done: pd.DataFrame, baseline_runs: pd.DataFrame, metric: str, confidence: float,
                   target: float | None = None) -> pd.DataFrame:
     """Every recipe trained at two or more budgets: its curve against the baseline's (RECIPE_COLUMNS) at
@@ -27,9 +35,7 @@ def recipe_curves(done: pd.DataFrame, baseline_runs: pd.DataFrame, metric: str, 
     recipes = done[~done["is_baseline"]]
     if not baseline_runs.empty:
         for key, runs in recipes.groupby("recipe_key", sort=False):
-            seeds = runs.groupby("budget").size()
-            if (seeds >= 2).sum() >= 2:  # a lone proposal at another budget is not part of a curve trained with
-                runs = runs[runs["budget"].isin(seeds.index[seeds >= 2])]  # seeds (a curve cut at the target)
+            runs = curve_of(runs)
             if runs["budget"].nunique() < 2:
                 continue
             r: CurveSpeedup = bootstrap_curve_speedup(runs, baseline_runs, target, n_boot=N_BOOT,

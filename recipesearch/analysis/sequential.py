@@ -23,6 +23,7 @@ import pandas as pd
 
 from recipesearch.analysis.curve_speedup import CurveSpeedup
 from recipesearch.analysis.points import N_BOOT
+from recipesearch.analysis.recipe_curves import curve_of
 from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
 
 CONFIRMED, FUTILE, OPEN = "confirmed", "futile", "open"
@@ -42,5 +43,5 @@ def look(recipe_runs: pd.DataFrame, base_runs: pd.DataFrame, target: float | Non
          confidence: float = 0.95) -> str:
     """One look at a candidate: its curve against the baseline's to ``target``, decided as ``recipe_curves``
     decides it (the same bootstrap, replicates and seed)."""
-    return decide(bootstrap_curve_speedup(recipe_runs, base_runs, target, n_boot=N_BOOT, confidence=confidence,
-                                          rng=0, acc_col=metric))
+    return decide(bootstrap_curve_speedup(curve_of(recipe_runs), base_runs, target, n_boot=N_BOOT,
+                                          confidence=confidence, rng=0, acc_col=metric))

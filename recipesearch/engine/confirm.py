@@ -309,6 +309,7 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
     """The first look at the confirmed candidates, on their first ``confirm.seeds`` seeds (those of the plan, so a
     resumed search decides the same), and the runs of the second (module docstring of analysis/sequential.py)."""
     from recipesearch.analysis.frontier import frontier
+    from recipesearch.analysis.recipe_curves import curve_of
     from recipesearch.analysis.sequential import OPEN, look
 
     if not (space.confirm.sequential and plan.candidates):
@@ -321,7 +322,7 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
     decisions, runs = {}, []
     present = st.present_runs(trials, EARLIER_STAGES)  # a proposal of the recipe there is not trained again
     for number in plan.candidates:
-        mine = first[first["recipe_key"] == keys.get(number)]
+        mine = curve_of(first[first["recipe_key"] == keys.get(number)])
         decisions[number] = look(mine, fr.baseline, fr.target.accuracy, fr.metric)
         if decisions[number] != OPEN:
             continue

@@ -136,6 +136,11 @@ def test_a_lone_run_past_a_curve_cut_at_the_target_is_not_part_of_the_curve():
     f = frontier(table(base, runs("fast", fast), lone), VAL)
     row = f.recipes.iloc[0]
     assert row["n_budgets"] == 2 and row["n_seeds"] == 3 and row["confirmed"] and f.headline.confirmed
+    # the sequential rule looks at the same curve (analysis/sequential.py)
+    from recipesearch.analysis.sequential import CONFIRMED, look
+
+    both = pd.DataFrame(runs("fast", fast) + lone)
+    assert look(both, pd.DataFrame(base), 0.90, "val_accuracy") == CONFIRMED
     # single runs at every budget stay a (one-seed) curve, as before
     single = frontier(table(base, runs("fast", {**fast, 1.0: (2.0, 0.95)}, seeds=(0.0,))), VAL).recipes.iloc[0]
     assert single["n_budgets"] == 3 and single["n_seeds"] == 1 and not single["confirmed"]
