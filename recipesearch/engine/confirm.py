@@ -1,10 +1,11 @@
 """The confirmation stage: retrain the best proposals with more seeds and at every budget.
 
 A proposal is one run at one budget and one seed: a lucky seed can put it on the frontier. After the
-proposals, the non-dominated ones on the selection metric (never on test) are trained again, so each
-confirmed recipe has a tradeoff curve of its own (every budget of the space) with ``confirm.seeds``
-seeds per budget; the frontier and the headline speedup are then computed on seed means, curve against
-the baseline's curve (``recipesearch.analysis.frontier``).
+proposals (or during them: ``confirm.early``, engine/confirm_stage.py), the non-dominated ones on the selection
+metric (never on test) are trained again, so each confirmed recipe has a tradeoff curve of its own (every budget of
+the space; up to its own budget for one whose run reached the target: ``curve_runs``) with ``confirm.seeds`` seeds
+per budget; the frontier and the headline speedup are then computed on seed means, curve against the baseline's
+curve (``recipesearch.analysis.frontier``).
 
 Which candidates, in order: the front of the completed proposals (``Frontier.on_recipe_front``), one per
 recipe (``Frontier``'s ``recipe_key``: the same params at another budget is the same recipe); first those whose own
