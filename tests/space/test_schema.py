@@ -52,6 +52,8 @@ MALFORMED = [
     ("constraints:", "constraints: {accuracy_min: null}", "constraints.accuracy_min", "number"),
     ("constraints:", "constraints: {train_seconds_max: 0}", "constraints.train_seconds_max", "> 0"),
     ("constraints:", "price_per_hour: 0", "price_per_hour", "> 0"),
+    ("constraints:", "confirm: {early: 0.5}", "confirm.early", ">= 1"),
+    ("constraints:", "confirm: {stop_at_claim: maybe}", "confirm.stop_at_claim", "true or false"),
     ("  optimizer.lr:", "  optimizer.lr: [0.5, 2]", "hparams.optimizer.lr", "a list is not a parameter"),
     ("  optimizer.lr:", "  optimizer.lr: {scale: [0.5, 2], grid: [1]}", "hparams.optimizer.lr", "only one of"),
     ("  optimizer.lr:", "  optimizer.lr: {scale: [0, 2]}", "hparams.optimizer.lr.scale", "log scale needs min > 0"),
