@@ -1,7 +1,7 @@
 """What a search costs to its first claim at the target: the digits plan before and after the levers, side by side.
 
-Each arm is a real search of ``search_spaces/digits.yaml`` (``make demo``'s) on the local Ray, the arms one after
-the other in one run, with the changes below; what it spent comes from its run.json ``payback`` (trainings of its
+Each arm is a real search of ``search_spaces/digits.yaml`` (``make demo``'s), or of the space it names, on the local
+Ray, the arms one after the other, with the changes below; what it spent comes from its run.json ``payback`` (trainings of its
 own baseline at budget 1, by stage) and its verdict from its headline at the default target (the baseline at
 budget 1):
 
@@ -39,7 +39,7 @@ import yaml
 from bench.common import ROOT, environment, load_result, save_result
 
 NAME = "search_cost"
-TITLE = "Search cost to the first confirmed claim at the target: the digits plan against the levers"
+TITLE = "Search cost to the first confirmed claim at the target: the levers on digits, Fashion-MNIST and a user's model"
 SPACE = ROOT / "search_spaces" / "digits.yaml"
 FM_QUICK = ROOT / "search_spaces" / "fashion_mnist_quick.yaml"
 BYO = ROOT / "examples" / "byo" / "space.yaml"
