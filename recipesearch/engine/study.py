@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 INTERRUPTED = "interrupted"  # error text of a trial whose driver went away before it finished
 OWNER = "run_dir"  # study user attr: the run directory that created the study
-EARLY = "early"  # a confirmation run queued during the proposals (engine/confirm.py ``plan_early``)
+EARLY = "early"  # a confirmation run queued during the proposals (engine/confirm_stage.py ``plan_early``)
 # What a re-run inherits: its stage and seed, and the worker deaths its run already had (``RETRIES``: each
 # death of the run's worker so far, the one that ended a FAIL included).
 # ``arm``: a replication's (engine/replicate.py); ``busy_reruns``: engine/strict_timing.py's count.

@@ -383,8 +383,8 @@ class SearchSpace:
         content["base"].pop("name", None)
         if not self.confirm.sequential:  # the hash of a space from before the option stays what it was
             content["confirm"].pop("sequential")
-        for key, default in (("paired_baseline", "probe"), ("early", 1.5)):  # nor do later options' defaults
-            if content["confirm"][key] == default:
+        for key in ("paired_baseline", "early"):  # nor do later options' defaults
+            if content["confirm"][key] == getattr(ConfirmSpec(), key):
                 content["confirm"].pop(key)
         content["confirm"].pop("stop_at_claim")  # operational: a resume may lift it and search on
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
