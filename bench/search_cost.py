@@ -13,6 +13,9 @@ budget 1):
 - ``shipped``: the space as shipped now: the probe, no budget 2 (the default target, the baseline at budget 1,
   needs no run past it, and a budget-2 run costs two trainings), ``confirm: {top_k: 3, sequential: true}`` (a 4th
   seed only for a candidate still undecided) and ``search_budget: 30``;
+- ``shipped with the LR sweep and no stop``: the same with ``baseline.tune_lr: true`` (0.5x / 1x / 2x of the
+  base's LR at budget 1 before the baseline) and ``confirm.stop_at_claim: false``, the digits plan of the session
+  before (an early candidate still open gets its second look at once in both);
 - ``fashion_mnist_quick``: ``search_spaces/fashion_mnist_quick.yaml`` as shipped, the same plan on a quarter of
   Fashion-MNIST's training images (6k validation images: far less noise at the target than digits' 216);
 - ``fashion_mnist_quick confirmed after the proposals``: the same with ``confirm: {early: null, stop_at_claim:
@@ -47,7 +50,10 @@ BEFORE = {"budgets": [0.25, 0.5, 1, 2], "search_budget": None,
           "confirm": {"top_k": 5, "seeds": 3, "max_share": 0.55, "paired_baseline": "full"}}
 ARMS = {"before": BEFORE,
         "before, with the probe": {**BEFORE, "confirm": {**BEFORE["confirm"], "paired_baseline": "probe"}},
-        "shipped": {}, "fashion_mnist_quick": {"space": FM_QUICK},
+        "shipped": {},
+        "shipped with the LR sweep and no stop": {"baseline": {"seeds": 3, "tune_lr": True}, "confirm": {
+            **yaml.safe_load(SPACE.read_text())["confirm"], "stop_at_claim": False}},
+        "fashion_mnist_quick": {"space": FM_QUICK},
         "fashion_mnist_quick confirmed after the proposals": {
             "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None,
                                            "stop_at_claim": False}},

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
 
 EARLIER_STAGES = (st.TUNE, st.BASELINE, st.SEARCH)
+EARLY_CURVE, EARLY_SECOND_LOOK = 1, 2  # the ``early`` attr of a run queued while the proposals go on: which look
 # Candidates sit on the front partly because their one run was fast: their repeats regress to the mean.
 # Measured on the digits demo: runs estimated from the candidates' own times took 1.25x the estimate.
 REGRESSION_MARGIN = 1.25
@@ -321,8 +322,13 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
     keys = dict(zip(fr.trials["number"], fr.trials["recipe_key"], strict=True))
     by_number = {t.number: t for t in trials}
     decisions, runs = {}, []
-    present = st.present_runs(trials, EARLIER_STAGES)  # a proposal of the recipe there is not trained again
+    # a proposal of the recipe there is not trained again, nor a run queued already (an early second look)
+    present = st.present_runs(trials, (*EARLIER_STAGES, st.CONFIRM))
+    looked = {t.user_attrs.get(st.OF_TRIAL) for t in trials if t.user_attrs.get(st.EARLY) == EARLY_SECOND_LOOK}
     for number in plan.candidates:
+        if number in looked:  # open at its first look, its second taken while the proposals went on: no third
+            decisions[number] = OPEN
+            continue
         mine = curve_of(first[first["recipe_key"] == keys.get(number)])
         decisions[number] = look(mine, fr.baseline, fr.target.accuracy, fr.metric)
         if decisions[number] != OPEN:
@@ -357,10 +363,10 @@ def interleave(runs: Sequence[ConfirmRun], budgets: Sequence[float]) -> list[Con
     return out
 
 
-def enqueue_plan(study: optuna.Study, plan: ConfirmPlan | SecondLook | ProbeCheck, early: bool = False) -> int:
+def enqueue_plan(study: optuna.Study, plan: ConfirmPlan | SecondLook | ProbeCheck, early: int = 0) -> int:
     """Queue the plan's runs not yet queued, in the plan's (interleaved) order (resume-safe); returns how many
-    were added. A paired baseline run is told apart from the candidates' by ``is_baseline``; ``early``: the runs
-    of ``plan_early``, marked so."""
+    were added. A paired baseline run is told apart from the candidates' by ``is_baseline``; ``early``: runs queued
+    while the proposals go on, marked with the look they serve (``EARLY_CURVE``, ``EARLY_SECOND_LOOK``)."""
     present = st.present_runs(study.get_trials(deepcopy=False), [st.CONFIRM])
     added = 0
     for r in plan.runs:
@@ -369,6 +375,6 @@ def enqueue_plan(study: optuna.Study, plan: ConfirmPlan | SecondLook | ProbeChec
             continue
         present.add(key)
         enqueue(study, r.params, stage=st.CONFIRM, of_trial=r.of_trial, is_baseline=r.is_baseline,
-                **({st.EARLY: True} if early else {}), **{st.SEED_INDEX: int(r.seed_index)})
+                **({st.EARLY: early} if early else {}), **{st.SEED_INDEX: int(r.seed_index)})
         added += 1
     return added

@@ -17,6 +17,8 @@ from recipesearch.analysis.target import reference_budget
 from recipesearch.engine import study as st
 from recipesearch.engine.confirm import (
     EARLIER_STAGES,
+    EARLY_CURVE,
+    EARLY_SECOND_LOOK,
     ConfirmPlan,
     ProbeCheck,
     SecondLook,
@@ -104,6 +106,7 @@ class ConfirmStage:
         self.second_look: SecondLook | None = None  # confirm.sequential: the first look's decisions, once taken
         self.probe: ProbeCheck | None = None  # confirm.paired_baseline: probe: its verdict, once the probe finished
         self.claim: int | None = None  # confirm.stop_at_claim: the candidate whose early claim stood
+        self._looked: set[int] = set()  # early candidates whose first look was taken (``look_early``)
         self._early_stale = True  # a proposal finished since ``plan_early`` last looked
         self._claim_stale = True  # an early confirmation run finished since ``early_claim`` last looked
 
@@ -120,11 +123,36 @@ class ConfirmStage:
             return False
         self._early_stale = False
         early = plan_early(trials, self.space)
-        if not enqueue_plan(self.study, early, early=True):
+        if not enqueue_plan(self.study, early, early=EARLY_CURVE):
             return False
         self.on_message(f"confirmation at once: trial(s) {', '.join(map(str, early.candidates))} reached the target "
                         f"at least x{self.space.confirm.early:g} faster than the baseline in one run; "
                         f"{len(early.runs)} runs of their curves queued")
+        return True
+
+    def look_early(self, trials: list[FrozenTrial]) -> bool:
+        """``confirm.sequential`` with ``confirm.early``: once a candidate confirmed early has its first seeds, its
+        first look, and for one still open the second look's runs at once, while the proposals go on (the same
+        runs the plan's second look would queue at the end: a claim that needs them stands sooner, and with
+        ``stop_at_claim`` ends the search sooner). Only when the baseline stage trained at least the confirmation's
+        seeds: else the paired baseline's seeds change the baseline's curve, and the first look, by the end.
+        True when it queued runs."""
+        if self.plan is not None or not self.space.confirm.sequential \
+                or self.space.baseline.seeds < self.space.confirm.seeds:
+            return False
+        mine: dict[int, list[FrozenTrial]] = {}
+        for t in trials:
+            if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY):
+                mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
+        ready = tuple(n for n, runs in sorted(mine.items())
+                      if n not in self._looked and all(st.is_finished(t) for t in runs))
+        if not ready:
+            return False
+        self._looked.update(ready)
+        look = plan_second_look(trials, self.space, ConfirmPlan(ready))
+        if not enqueue_plan(self.study, look, early=EARLY_SECOND_LOOK):
+            return False
+        self.on_message(f"early {look.describe()}")
         return True
 
     def claim_stood(self, trials: list[FrozenTrial], finished: int) -> bool:

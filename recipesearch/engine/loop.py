@@ -253,7 +253,7 @@ class SearchLoop:
             if not self.stop_reason:
                 self.stop_reason = stop_message(reason, st.count_in_state(trials, TrialState.FAIL))
             return WAIT if self.in_flight else DONE
-        if self.confirm.check_probe(trials) or self.confirm.confirm_early(trials):
+        if self.confirm.check_probe(trials) or self.confirm.confirm_early(trials) or self.confirm.look_early(trials):
             trials = self.trials()  # the runs they queued go first (the probe's verdict: as soon as it finished)
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
