@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from recipesearch.engine import interrupts, queueing, shipping, user_code
 from recipesearch.engine import study as st
 from recipesearch.engine.checkpoints import CheckpointStore
-from recipesearch.engine.confirm import begun_early
+from recipesearch.engine.confirm import EARLY_SECOND_LOOK, begun_early
 from recipesearch.engine.loop import SearchLoop
 from recipesearch.engine.method_fit import check_methods_fit
 from recipesearch.engine.proposal import Proposal
@@ -276,7 +276,9 @@ class SearchDriver:
             "budget": self.budget.describe() if self.budget is not None else None,
             "first_look": ({str(n): d for n, d in self.loop.second_look.decisions.items()}
                            if self.loop.second_look is not None else None),
-            "second_look_runs": len(self.loop.second_look.runs) if self.loop.second_look is not None else 0,
+            # the end's second look and those taken while the proposals went on (``look_early``)
+            "second_look_runs": (len(self.loop.second_look.runs) if self.loop.second_look is not None else 0) + sum(
+                t.user_attrs.get(st.EARLY) == EARLY_SECOND_LOOK for t in self.loop.trials()),
             "probe": ({"moved": probe.moved, "seconds": round(probe.probe_seconds, 4),
                        "early_seconds": round(probe.early_seconds, 4), "runs": len(probe.runs)}
                       if (probe := self.loop.probe) is not None else None),
