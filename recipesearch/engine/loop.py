@@ -165,10 +165,11 @@ class SearchLoop:
 
     def _search_done(self, trials: list[FrozenTrial]) -> bool:
         """Every trial of the earlier stages finished: the budget met (or the sweep out of moves)."""
-        if self._search_in_flight():
+        if self._search_in_flight() or self.confirm.claim_pending(trials):
             return False
-        return (st.count_finished(trials, EARLIER_STAGES) >= self.n_trials or self._search_exhausted(trials)
-                or self._budget_spent(trials) or self._claim_stood(trials))
+        claimed = self._claim_stood(trials)  # first: a claim that stood leaves the plan only its candidates
+        return (claimed or st.count_finished(trials, EARLIER_STAGES) >= self.n_trials
+                or self._search_exhausted(trials) or self._budget_spent(trials))
 
     def _claim_stood(self, trials: list[FrozenTrial]) -> bool:
         return self.confirm.claim_stood(trials, st.count_finished(trials, EARLIER_STAGES))
@@ -192,6 +193,8 @@ class SearchLoop:
     def _plan_post(self, trials: list[FrozenTrial]) -> None:
         """The stages after the search: the confirmation (and its second look), then (once it finished) each step
         of the simplify stage. A step is planned again only when a post-search trial finished or was queued since."""
+        if self.confirm.confirm_early(trials) or self.confirm.look_early(trials):
+            trials = self.trials()  # the last proposal's early runs, and a claim pending on them, before any plan
         if self._search_done(trials):  # planned once per session; a resume plans the same runs
             self.confirm.plan_once(trials, self._allowed(trials))
         trials = self.trials()  # with the confirmation runs just queued
@@ -275,8 +278,10 @@ class SearchLoop:
     def _ask_confirmation(self, trials: list[FrozenTrial]) -> Proposal | str | None:
         """The stages after the search (confirmation, simplify): planned once the earlier ones finished, then run."""
         self._plan_post(trials)
-        if self.plan is not None and st.count_in_state(self.trials(), TrialState.WAITING):
-            return self._ask()
+        trials = self.trials()
+        if (self.plan is not None or self.confirm.claim_pending(trials)) \
+                and st.count_in_state(trials, TrialState.WAITING):
+            return self._ask()  # the plan's runs, or before it those of a claim pending
         return WAIT if self.in_flight else DONE
 
     def _queue_sweep_moves(self, trials: list[FrozenTrial]) -> str | None:

@@ -260,6 +260,17 @@ def test_with_stop_at_claim_the_search_ends_once_an_early_claim_stands(tmp_path,
     assert space_with().hash == space.hash
 
 
+def test_a_claim_pending_when_the_proposals_end_is_waited_for_before_the_plan(tmp_path, make_space):
+    """The proposals end (10 trials: the baseline's 9 and the cutout proposal) while the cutout curve's early runs
+    are queued: the plan waits for their claim, which stands, so nothing but them is confirmed (before, the plan
+    was made at once, with the probe and any other candidate)."""
+    loop, study, messages, cutout, *_ = cutout_search(tmp_path, make_space, 10, stop_at_claim=True)
+    confirm = runs_of(study, st.CONFIRM)
+    assert loop.claim == cutout.number and loop.plan.candidates == (cutout.number,) and loop.probe is None
+    assert confirm and all(t.user_attrs.get("early") for t in confirm)
+    assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) == 10
+
+
 def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
     space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 5, "max_share": 0.1},
                        budgets=[0.25, 0.5, 1], trials=16)
