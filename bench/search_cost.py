@@ -16,11 +16,14 @@ budget 1):
 - ``shipped with the LR sweep and no stop``: the same with ``baseline.tune_lr: true`` (0.5x / 1x / 2x of the
   base's LR at budget 1 before the baseline) and ``confirm.stop_at_claim: false``, the digits plan of the session
   before (an early candidate still open gets its second look at once in both);
+- ``shipped seed 1`` / ``seed 2``: the shipped digits plan again with another seed for the trials and the sampler
+  (another draw of the whole search: baseline seeds, proposals, confirmation seeds);
 - ``fashion_mnist_quick``: ``search_spaces/fashion_mnist_quick.yaml`` as shipped, the same plan on a quarter of
   Fashion-MNIST's training images (6k validation images: far less noise at the target than digits' 216);
 - ``fashion_mnist_quick confirmed after the proposals``: the same with ``confirm: {early: null, stop_at_claim:
   false}``, the plan before early confirmation and the stop at the first claim (a candidate's curve is still cut
   at the budget that reached the target);
+- ``fashion_mnist_quick seed 1``: the same with another seed for the trials and the sampler;
 - ``byo``: ``examples/byo/space.yaml`` as shipped, a user's own ConvMixer, loader and method on a tenth of
   Fashion-MNIST, on the same plan (budgets 0.25-1, ``search_budget: 20``, early confirmation and the stop).
 
@@ -53,7 +56,11 @@ ARMS = {"before": BEFORE,
         "shipped": {},
         "shipped with the LR sweep and no stop": {"baseline": {"seeds": 3, "tune_lr": True}, "confirm": {
             **yaml.safe_load(SPACE.read_text())["confirm"], "stop_at_claim": False}},
+        **{f"shipped seed {k}": {"seed": k, "sampler": {"name": "tpe", "seed": k, "n_startup_trials": 8}}
+           for k in (1, 2)},
         "fashion_mnist_quick": {"space": FM_QUICK},
+        "fashion_mnist_quick seed 1": {"space": FM_QUICK, "seed": 1,
+                                       "sampler": {"name": "tpe", "seed": 1, "n_startup_trials": 8}},
         "fashion_mnist_quick confirmed after the proposals": {
             "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None,
                                            "stop_at_claim": False}},
