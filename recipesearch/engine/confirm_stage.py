@@ -75,6 +75,15 @@ def plan_early(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan
                        sum(r.estimated_seconds for r in runs))
 
 
+def early_runs(trials: Sequence[FrozenTrial]) -> dict[int, list[FrozenTrial]]:
+    """The runs queued while the proposals went on (``early`` attr), by the candidate they confirm."""
+    mine: dict[int, list[FrozenTrial]] = {}
+    for t in trials:
+        if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY):
+            mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
+    return mine
+
+
 def early_claim(trials: Sequence[FrozenTrial], space: SearchSpace) -> int | None:
     """``confirm.stop_at_claim``: the first candidate confirmed early (``plan_early``) whose runs all finished and
     whose claim stands at the target, decided as the first look of the sequential rule decides it
@@ -82,11 +91,7 @@ def early_claim(trials: Sequence[FrozenTrial], space: SearchSpace) -> int | None
     from recipesearch.analysis.frontier import frontier
     from recipesearch.analysis.sequential import CONFIRMED, look
 
-    mine: dict[int, list[FrozenTrial]] = {}
-    for t in trials:
-        if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY):
-            mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
-    done = sorted(n for n, runs in mine.items() if all(st.is_finished(t) for t in runs))
+    done = sorted(n for n, runs in early_runs(trials).items() if all(st.is_finished(t) for t in runs))
     if not done:
         return None
     fr = frontier(trials_frame(list(trials), space), space)
@@ -152,11 +157,7 @@ class ConfirmStage:
         if self.plan is not None or not self.space.confirm.sequential \
                 or self.space.baseline.seeds < self.space.confirm.seeds:
             return ()
-        mine: dict[int, list[FrozenTrial]] = {}
-        for t in trials:
-            if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY):
-                mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
-        return tuple(n for n, runs in sorted(mine.items())
+        return tuple(n for n, runs in sorted(early_runs(trials).items())
                      if n not in self._looked and all(st.is_finished(t) for t in runs))
 
     def claim_pending(self, trials: list[FrozenTrial]) -> bool:
@@ -168,7 +169,7 @@ class ConfirmStage:
         if not self.space.confirm.stop_at_claim or self.plan is not None or self.claim is not None:
             return False
         return bool(self._to_look(trials)) or any(
-            st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY) and not st.is_finished(t) for t in trials)
+            not st.is_finished(t) for runs in early_runs(trials).values() for t in runs)
 
     def claim_stood(self, trials: list[FrozenTrial], finished: int) -> bool:
         """``confirm.stop_at_claim``: a claim confirmed early stands at the target: no more proposals, and the plan
