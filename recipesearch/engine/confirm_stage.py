@@ -164,8 +164,7 @@ class ConfirmStage:
         """``confirm.stop_at_claim``: runs of a candidate confirmed early still to finish, or its look still to take.
         The claim they may make ends the search, so the end of the proposals (their number or the search budget)
         waits for them before the plan adds other candidates and the probe (before: a search whose budget closed
-        the proposals while such runs were in flight confirmed 3 candidates, 30.4 trainings, after its claim stood
-        at 11)."""
+        the proposals while such runs were in flight went on to 30.4 trainings, its claim standing at 15.7)."""
         if not self.space.confirm.stop_at_claim or self.plan is not None or self.claim is not None:
             return False
         return bool(self._to_look(trials)) or any(
