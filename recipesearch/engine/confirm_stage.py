@@ -135,6 +135,11 @@ class ConfirmStage:
                         f"{len(early.runs)} runs of their curves queued")
         return True
 
+    def queue_early(self, trials: list[FrozenTrial]) -> bool:
+        """While the proposals go on, and once more before the plan: ``confirm_early``, else ``look_early``; True
+        when either queued runs."""
+        return self.confirm_early(trials) or self.look_early(trials)
+
     def look_early(self, trials: list[FrozenTrial]) -> bool:
         """``confirm.sequential`` with ``confirm.early``: once a candidate confirmed early has its first seeds, its
         first look, and for one still open the second look's runs at once, while the proposals go on (the same
@@ -142,7 +147,11 @@ class ConfirmStage:
         ``stop_at_claim`` ends the search sooner). Only when the baseline stage trained at least the confirmation's
         seeds: else the paired baseline's seeds change the baseline's curve, and the first look, by the end.
         True when it queued runs."""
-        ready = self._to_look(trials)
+        if self.plan is not None or not self.space.confirm.sequential \
+                or self.space.baseline.seeds < self.space.confirm.seeds:
+            return False
+        ready = tuple(n for n, runs in sorted(early_runs(trials).items())
+                      if n not in self._looked and all(st.is_finished(t) for t in runs))
         if not ready:
             return False
         self._looked.update(ready)
@@ -152,23 +161,15 @@ class ConfirmStage:
         self.on_message(f"early {look.describe()}")
         return True
 
-    def _to_look(self, trials: list[FrozenTrial]) -> tuple[int, ...]:
-        """``look_early``'s candidates: those confirmed early whose runs all finished and whose look is not taken."""
-        if self.plan is not None or not self.space.confirm.sequential \
-                or self.space.baseline.seeds < self.space.confirm.seeds:
-            return ()
-        return tuple(n for n, runs in sorted(early_runs(trials).items())
-                     if n not in self._looked and all(st.is_finished(t) for t in runs))
-
     def claim_pending(self, trials: list[FrozenTrial]) -> bool:
-        """``confirm.stop_at_claim``: runs of a candidate confirmed early still to finish, or its look still to take.
-        The claim they may make ends the search, so the end of the proposals (their number or the search budget)
-        waits for them before the plan adds other candidates and the probe (before: a search whose budget closed
-        the proposals while such runs were in flight went on to 30.4 trainings, its claim standing at 15.7)."""
+        """``confirm.stop_at_claim``: runs of a candidate confirmed early still to finish. The claim they may make
+        ends the search, so the end of the proposals (their number or the search budget) waits for them before the
+        plan adds other candidates and the probe (before: a search whose budget closed the proposals while such
+        runs were in flight went on to 30.4 trainings, its claim standing at 15.7). A look still to take on
+        finished runs is taken first: the loop's plan step calls ``queue_early`` before it plans."""
         if not self.space.confirm.stop_at_claim or self.plan is not None or self.claim is not None:
             return False
-        return bool(self._to_look(trials)) or any(
-            not st.is_finished(t) for runs in early_runs(trials).values() for t in runs)
+        return any(not st.is_finished(t) for runs in early_runs(trials).values() for t in runs)
 
     def claim_stood(self, trials: list[FrozenTrial], finished: int) -> bool:
         """``confirm.stop_at_claim``: a claim confirmed early stands at the target: no more proposals, and the plan

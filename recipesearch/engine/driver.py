@@ -263,28 +263,29 @@ class SearchDriver:
 
     def _log_confirmation(self, df: pd.DataFrame) -> None:
         """run.json: what the confirmation stage chose and the share of compute it really took."""
-        plan = self.loop.plan if self.loop is not None else None
+        stage = self.loop.confirm if self.loop is not None else None
+        plan = stage.plan if stage is not None else None
         if plan is None or self.log is None:
             return
         secs = df["train_seconds"].fillna(0.0) if "train_seconds" in df else None
         confirm = float(secs[df["stage"] == "confirm"].sum()) if secs is not None else 0.0
         total = float(secs.sum()) if secs is not None else 0.0
+        look, probe, trials = stage.second_look, stage.probe, self.loop.trials()
         self.log.update(confirmation={
             "enabled": self.space.confirm.enabled, "candidates": list(plan.candidates),
             "skipped": list(plan.skipped), "runs": len(plan.runs), "estimated_share": round(plan.estimated_share, 4),
             "estimated_seconds": round(plan.estimated_seconds, 4), "allowed_seconds": round(plan.allowed_seconds, 4),
             "budget": self.budget.describe() if self.budget is not None else None,
-            "first_look": ({str(n): d for n, d in self.loop.second_look.decisions.items()}
-                           if self.loop.second_look is not None else None),
+            "first_look": {str(n): d for n, d in look.decisions.items()} if look is not None else None,
             # the end's second look and those taken while the proposals went on (``look_early``)
-            "second_look_runs": (len(self.loop.second_look.runs) if self.loop.second_look is not None else 0) + sum(
-                t.user_attrs.get(st.EARLY) == EARLY_SECOND_LOOK for t in self.loop.trials()),
+            "second_look_runs": (len(look.runs) if look is not None else 0) + sum(
+                t.user_attrs.get(st.EARLY) == EARLY_SECOND_LOOK for t in trials),
             "probe": ({"moved": probe.moved, "seconds": round(probe.probe_seconds, 4),
                        "early_seconds": round(probe.early_seconds, 4), "runs": len(probe.runs)}
-                      if (probe := self.loop.probe) is not None else None),
+                      if probe is not None else None),
             "share_of_train_seconds": round(confirm / total, 4) if total > 0 else 0.0,
             "max_share": self.space.confirm.max_share,
-            "early": sorted(begun_early(self.loop.trials())), "stopped_at_claim": self.loop.claim,
+            "early": sorted(begun_early(trials)), "stopped_at_claim": stage.claim,
         })
         if self.loop.simplify_plan is not None:
             secs_simplify = float(secs[df["stage"] == "simplify"].sum()) if secs is not None else 0.0

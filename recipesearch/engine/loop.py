@@ -36,7 +36,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from recipesearch.engine import queueing, repeats, scheduler, simplify, strict_timing
 from recipesearch.engine import study as st
-from recipesearch.engine.confirm import EARLIER_STAGES, ConfirmPlan, ProbeCheck, SecondLook
+from recipesearch.engine.confirm import EARLIER_STAGES
 from recipesearch.engine.confirm_stage import ConfirmStage
 from recipesearch.engine.failures import failing_alike, stop_message
 from recipesearch.engine.proposal import Proposal
@@ -86,22 +86,6 @@ class SearchLoop:
         self._budget_said = False
         self.warm: tuple[dict[str, Any], ...] = ()  # earlier searches' recipes, proposed first (engine/warm_start.py)
 
-    @property
-    def plan(self) -> ConfirmPlan | None:
-        return self.confirm.plan
-
-    @property
-    def second_look(self) -> SecondLook | None:
-        return self.confirm.second_look
-
-    @property
-    def probe(self) -> ProbeCheck | None:
-        return self.confirm.probe
-
-    @property
-    def claim(self) -> int | None:
-        return self.confirm.claim
-
     # -- before the first ask
     def prepare(self, resuming: bool) -> tuple[int, int]:
         """(interrupted trials queued again, baseline and LR-sweep runs queued)."""
@@ -140,7 +124,7 @@ class SearchLoop:
         runs once they are planned."""
         trials = self.trials()
         return self.n_trials + (st.count_finished(trials, POST_STAGES) + self._post_left(trials)
-                                if self.plan is not None else 0)
+                                if self.confirm.plan is not None else 0)
 
     def remaining(self) -> int:
         trials = self.trials()
@@ -193,14 +177,14 @@ class SearchLoop:
     def _plan_post(self, trials: list[FrozenTrial]) -> None:
         """The stages after the search: the confirmation (and its second look), then (once it finished) each step
         of the simplify stage. A step is planned again only when a post-search trial finished or was queued since."""
-        if self.confirm.confirm_early(trials) or self.confirm.look_early(trials):
+        if self.confirm.queue_early(trials):
             trials = self.trials()  # the last proposal's early runs, and a claim pending on them, before any plan
         if self._search_done(trials):  # planned once per session; a resume plans the same runs
             self.confirm.plan_once(trials, self._allowed(trials))
         trials = self.trials()  # with the confirmation runs just queued
         if self.confirm.check_probe(trials):
             trials = self.trials()
-        if self.plan is None or st.count_unfinished(trials, (st.CONFIRM,)) \
+        if self.confirm.plan is None or st.count_unfinished(trials, (st.CONFIRM,)) \
                 or self.confirm.look_again(trials, self._allowed(trials)):
             return
         if not self.space.simplify.enabled:
@@ -256,7 +240,7 @@ class SearchLoop:
             if not self.stop_reason:
                 self.stop_reason = stop_message(reason, st.count_in_state(trials, TrialState.FAIL))
             return WAIT if self.in_flight else DONE
-        if self.confirm.check_probe(trials) or self.confirm.confirm_early(trials) or self.confirm.look_early(trials):
+        if self.confirm.check_probe(trials) or self.confirm.queue_early(trials):
             trials = self.trials()  # the runs they queued go first (the probe's verdict: as soon as it finished)
         waiting = st.count_in_state(trials, TrialState.WAITING)
         if not self._baselines_queued:
@@ -279,7 +263,7 @@ class SearchLoop:
         """The stages after the search (confirmation, simplify): planned once the earlier ones finished, then run."""
         self._plan_post(trials)
         trials = self.trials()
-        if (self.plan is not None or self.confirm.claim_pending(trials)) \
+        if (self.confirm.plan is not None or self.confirm.claim_pending(trials)) \
                 and st.count_in_state(trials, TrialState.WAITING):
             return self._ask()  # the plan's runs, or before it those of a claim pending
         return WAIT if self.in_flight else DONE

@@ -39,7 +39,7 @@ def test_only_an_undecided_candidate_gets_the_second_seed(tmp_path, make_space):
                        algorithms={"label_smoothing": {}, "mixup": {}}, hparams={})
     loop, study, messages = open_loop(tmp_path, space)
     loop.run(InProcess(fake, concurrency=1))
-    look = loop.second_look
+    look = loop.confirm.second_look
     assert look is not None and CONFIRMED in look.decisions.values() and OPEN in look.decisions.values()
     confirm = runs_of(study, st.CONFIRM)
     fourth = [t for t in confirm if st.seed_index(t) == 3]
@@ -61,7 +61,7 @@ def test_only_an_undecided_candidate_gets_the_second_seed(tmp_path, make_space):
         else:
             assert curves.loc[keys[number], "n_seeds"] == 4
     # a resumed search takes the same first look and queues nothing more
-    again = plan_second_look(study.get_trials(), space, loop.plan)
+    again = plan_second_look(study.get_trials(), space, loop.confirm.plan)
     assert again.decisions == look.decisions and again.runs == ()
 
 
@@ -71,7 +71,7 @@ def test_without_sequential_there_is_no_second_look(tmp_path, make_space):
                        algorithms={"label_smoothing": {}, "mixup": {}}, hparams={})
     loop, study, _ = open_loop(tmp_path, space)
     loop.run(InProcess(fake, concurrency=1))
-    assert loop.second_look is None and all(st.seed_index(t) < 3 for t in runs_of(study, st.CONFIRM))
+    assert loop.confirm.second_look is None and all(st.seed_index(t) < 3 for t in runs_of(study, st.CONFIRM))
 
 
 def test_an_open_curve_cut_at_the_target_gets_the_next_budget_with_the_seeds(tmp_path, make_space):
@@ -98,13 +98,13 @@ def test_an_open_curve_cut_at_the_target_gets_the_next_budget_with_the_seeds(tmp
     queueing.enqueue(study, space.complete({"budget": 0.5, "alg.mixup": True}))
     loop.run(InProcess(result, concurrency=1))
     mixup = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.mixup"] and t.params["budget"] == 0.5)
-    assert loop.second_look.decisions == {mixup.number: OPEN}
+    assert loop.confirm.second_look.decisions == {mixup.number: OPEN}
     runs = [t for t in runs_of(study) if t.params.get("alg.mixup") and st.is_finished(t)]
     assert Counter(t.params["budget"] for t in runs) == {0.25: 3, 0.5: 3, 1.0: 3}
     # both looks were taken while the proposals went on (baseline.seeds >= confirm.seeds): none is left to the end
     second = [t for t in runs if t.user_attrs.get("early") == EARLY_SECOND_LOOK]
     assert {(t.params["budget"], st.seed_index(t)) for t in second} == {(1.0, k) for k in range(3)}
-    assert loop.second_look.runs == () and max(t.number for t in runs_of(study, st.SEARCH)) > max(
+    assert loop.confirm.second_look.runs == () and max(t.number for t in runs_of(study, st.SEARCH)) > max(
         t.number for t in second)
     curve = frontier(trials_frame(study.get_trials(), space), space).recipes.iloc[0]
     assert curve["n_budgets"] == 3 and curve["n_seeds"] == 3

@@ -102,8 +102,8 @@ def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp
     loop.run(InProcess(fake_result, concurrency=2))
     earlier = [t for t in study.get_trials() if st.stage_of(t) != st.CONFIRM]
     confirm = runs_of(study, st.CONFIRM)
-    assert st.count_finished(earlier) == 16 and loop.plan is not None and loop.plan.candidates
-    assert len(confirm) == len(loop.plan.runs) and all(t.state.name == "COMPLETE" for t in confirm)
+    assert st.count_finished(earlier) == 16 and loop.confirm.plan is not None and loop.confirm.plan.candidates
+    assert len(confirm) == len(loop.confirm.plan.runs) and all(t.state.name == "COMPLETE" for t in confirm)
     assert min(t.number for t in confirm) > max(t.number for t in earlier)  # after every proposal
     # the paired baseline: the baseline's params at every budget x the confirmation's seeds, once each
     paired = [t for t in confirm if t.user_attrs["is_baseline"]]
@@ -114,7 +114,7 @@ def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp
     # interleaved: the paired baseline's runs are spread through the stage, not queued as one block
     order = [t.user_attrs["is_baseline"] for t in sorted(confirm, key=lambda t: t.number)]
     assert order.index(True) < len(order) // 3 and len(order) - 1 - order[::-1].index(True) > 2 * len(order) // 3
-    for number in loop.plan.candidates:
+    for number in loop.confirm.plan.candidates:
         proposal = study.trials[number]
         mine = [t for t in confirm if t.user_attrs["of_trial"] == number]
         same_recipe = [{k: v for k, v in t.params.items() if k != "budget"} for t in [*mine, proposal]]
@@ -124,7 +124,7 @@ def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp
         assert runs == Counter({(b, s): 1 for b in space.budgets for s in range(3)})
         assert {t.user_attrs["seed"] for t in mine} <= {space.seed + s for s in range(3)}
     # the compute share the plan allowed itself
-    assert loop.plan.estimated_share <= space.confirm.max_share + 1e-9
+    assert loop.confirm.plan.estimated_share <= space.confirm.max_share + 1e-9
     assert any(m.startswith("confirmation:") for m in messages)
     assert loop.total() == 16 + len(confirm) and loop.remaining() == 0
     # trials.csv: stage and of_trial columns
@@ -157,7 +157,7 @@ def test_the_probe_rechecks_the_machine_and_reruns_the_baseline_only_when_it_mov
 
     def result(proposal) -> dict:
         if proposal.attrs.get("stage") == st.CONFIRM:  # whether the probe had its verdict when this run started
-            decided.append(loop.probe is not None)
+            decided.append(loop.confirm.probe is not None)
         return objective(proposal)
 
     loop.run(InProcess(result, concurrency=2))
@@ -169,9 +169,9 @@ def test_the_probe_rechecks_the_machine_and_reruns_the_baseline_only_when_it_mov
     assert confirm[0].user_attrs["is_baseline"] and (confirm[0].params["budget"], st.seed_index(confirm[0])) == (1, 0)
     said = [m for m in messages if m.startswith("the baseline's probe")]
     moved = abs(math.log(factor)) > math.log(1.15)
-    assert len(said) == 1 and loop.probe is not None and loop.probe.moved is moved
+    assert len(said) == 1 and loop.confirm.probe is not None and loop.confirm.probe.moved is moved
     if moved:  # beyond PROBE_TOLERANCE, either way: the rest of the baseline beside the candidates, each run once
-        assert "speed moved" in said[0] and len(loop.probe.runs) == 3 * 3 - 1
+        assert "speed moved" in said[0] and len(loop.confirm.probe.runs) == 3 * 3 - 1
         assert Counter((t.params["budget"], st.seed_index(t)) for t in paired) == Counter(
             {(b, s): 1 for b in space.budgets for s in range(3)})
     else:
@@ -200,10 +200,10 @@ def test_a_proposal_that_already_reaches_the_target_is_confirmed_first(tmp_path,
 
     loop.run(InProcess(with_cutout, concurrency=2))
     proposals = {t.number: t for t in runs_of(study, st.SEARCH)}
-    assert len(proposals) == 2 and len(loop.plan.candidates) == 1
-    chosen = proposals[loop.plan.candidates[0]]
+    assert len(proposals) == 2 and len(loop.confirm.plan.candidates) == 1
+    chosen = proposals[loop.confirm.plan.candidates[0]]
     assert chosen.params["alg.cutout"] and chosen.params["budget"] == 0.5
-    assert loop.plan.skipped == tuple(n for n in proposals if n != chosen.number)
+    assert loop.confirm.plan.skipped == tuple(n for n in proposals if n != chosen.number)
 
 
 def cutout_search(tmp_path, make_space, trials: int, **confirm):
@@ -241,7 +241,7 @@ def test_a_proposal_that_reaches_the_target_fast_is_confirmed_while_the_proposal
         assert max(t.number for t in mine) < last_proposal  # while the proposals went on
         assert f"trial(s) {cutout.number} " in said[0] and len(said) <= space.confirm.top_k
         # the plan at the end takes it first, though it is no longer on the front, and queues nothing more for it
-        assert loop.plan.candidates[0] == cutout.number
+        assert loop.confirm.plan.candidates[0] == cutout.number
     assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) == 16
 
 
@@ -249,13 +249,14 @@ def test_with_stop_at_claim_the_search_ends_once_an_early_claim_stands(tmp_path,
     from recipesearch.analysis.frontier import frontier
 
     loop, study, messages, cutout, space, space_with = cutout_search(tmp_path, make_space, 40, stop_at_claim=True)
-    assert loop.claim == cutout.number and loop.plan.candidates[0] == cutout.number
+    assert loop.confirm.claim == cutout.number and loop.confirm.plan.candidates[0] == cutout.number
     assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) < 20  # of 40
     assert any(m.startswith(f"trial {cutout.number}'s claim stands at the target") for m in messages)
     confirm = runs_of(study, st.CONFIRM)
     assert all(t.user_attrs.get("early") for t in confirm)  # nothing after: no probe, no other candidate
     headline = frontier(trials_frame(study.get_trials(), space), space).headline
-    assert headline.confirmed and headline.number in loop.plan.candidates  # the other one begun early may be faster
+    # the other one begun early may be faster
+    assert headline.confirmed and headline.number in loop.confirm.plan.candidates
     # operational: lifting it does not change the space's identity, so a resume may search on
     assert space_with().hash == space.hash
 
@@ -266,7 +267,8 @@ def test_a_claim_pending_when_the_proposals_end_is_waited_for_before_the_plan(tm
     was made at once, with the probe and any other candidate)."""
     loop, study, messages, cutout, *_ = cutout_search(tmp_path, make_space, 10, stop_at_claim=True)
     confirm = runs_of(study, st.CONFIRM)
-    assert loop.claim == cutout.number and loop.plan.candidates == (cutout.number,) and loop.probe is None
+    assert loop.confirm.claim == cutout.number and loop.confirm.plan.candidates == (cutout.number,)
+    assert loop.confirm.probe is None
     assert confirm and all(t.user_attrs.get("early") for t in confirm)
     assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) == 10
 
@@ -289,12 +291,12 @@ def test_a_killed_driver_during_confirmation_resumes_without_losing_or_repeating
     loop, study, _ = open_loop(tmp_path, space)
     with pytest.raises(KeyboardInterrupt):
         loop.run(killed_midway(st.CONFIRM, after=2)(fake_result))
-    planned = {st.run_key(r.params, r.seed_index) for r in loop.plan.runs}
+    planned = {st.run_key(r.params, r.seed_index) for r in loop.confirm.plan.runs}
     assert any(t.state.name == "RUNNING" for t in study.get_trials())
     # resume: a new driver, a new loop over the same storage
     loop2, study2, _ = open_loop(tmp_path, space, resuming=True)
     loop2.run(InProcess(fake_result, concurrency=2))
-    assert {st.run_key(r.params, r.seed_index) for r in loop2.plan.runs} == planned  # the same plan
+    assert {st.run_key(r.params, r.seed_index) for r in loop2.confirm.plan.runs} == planned  # the same plan
     finished = [t for t in study2.get_trials() if st.is_finished(t)]
     keys = Counter((st.stage_of(t), st.run_key(st.trial_params(t), st.seed_index(t))) for t in finished)
     assert max(keys.values()) == 1  # nothing ran twice
