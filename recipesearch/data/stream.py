@@ -71,8 +71,11 @@ class Prefetcher:
     def __init__(self, source: ImageSource, workers: int = 0, device: torch.device | str = "cpu"):
         self.source, self.workers, self.device = source, max(0, int(workers)), torch.device(device)
         self._plan = _Plan()
-        self._loader = DataLoader(
-            _Rows(source), batch_sampler=self._plan, num_workers=self.workers, collate_fn=_as_is,
+        self._loader = self._new_loader()
+
+    def _new_loader(self) -> DataLoader:
+        return DataLoader(
+            _Rows(self.source), batch_sampler=self._plan, num_workers=self.workers, collate_fn=_as_is,
             pin_memory=self.device.type == "cuda", persistent_workers=self.workers > 0,
             prefetch_factor=READ_AHEAD if self.workers > 0 else None,
             generator=torch.Generator(),  # DataLoader draws a seed per pass: never from the global RNG
@@ -83,10 +86,19 @@ class Prefetcher:
         self._plan.batches = [r.tolist() if isinstance(r, torch.Tensor) else list(r) for r in rows]
         if not self._plan.batches:
             return
-        for batch in self._loader:
-            if isinstance(batch, _Failure):
-                raise UserError(batch.message)
-            yield batch.to(self.device, non_blocking=True) if self.device.type != "cpu" else batch
+        finished = False
+        try:
+            for batch in self._loader:
+                if isinstance(batch, _Failure):
+                    raise UserError(batch.message)
+                yield batch.to(self.device, non_blocking=True) if self.device.type != "cpu" else batch
+            finished = True
+        finally:
+            # A pass left mid-way (an error, a stop): its persistent workers are ended now, with a fresh loader
+            # for any next pass. Left to the garbage collector, their shutdown could run inside some import,
+            # where the queue thread that tells them to stop cannot start: 5 s of join timeout per worker.
+            if not finished and self.workers:
+                self._loader = self._new_loader()
 
 
 def read_chunks(source: ImageSource, workers: int = 0, chunk: int = 256) -> Iterator[tuple[int, torch.Tensor]]:

@@ -3,6 +3,7 @@ decode errors as one line, sources indexed like tensors, and ``recipesearch trai
 from __future__ import annotations
 
 import json
+import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -116,9 +117,13 @@ def test_a_broken_image_is_a_one_line_error_from_a_worker(folder, monkeypatch):
     monkeypatch.setattr(bundle_module, "STATS_SAMPLE", 2)  # rows 0 and 18: the broken row 24 is not decoded yet
     bundle = load_data(spec(folder, in_memory=False, cache=False, workers=2, val_fraction=0.0, subset=1.0))
     loader = BatchLoader.from_split(bundle.train, 8, bundle.mean, bundle.std, workers=2)
+    before = set(multiprocessing.active_children())
     with pytest.raises(UserError) as info:
         list(loader)
     assert "\n" not in str(info.value) and "broken.png" in str(info.value) and "cannot decode" in str(info.value)
+    # the pass it ended has no worker left: ended with the error, not by the garbage collector some time later
+    # (which, inside an import, waited 5 s for each)
+    assert not set(multiprocessing.active_children()) - before
 
 
 def test_sources_index_like_tensors(folder, tmp_path):
