@@ -86,19 +86,17 @@ class Prefetcher:
         self._plan.batches = [r.tolist() if isinstance(r, torch.Tensor) else list(r) for r in rows]
         if not self._plan.batches:
             return
-        finished = False
         try:
             for batch in self._loader:
                 if isinstance(batch, _Failure):
                     raise UserError(batch.message)
                 yield batch.to(self.device, non_blocking=True) if self.device.type != "cpu" else batch
-            finished = True
-        finally:
-            # A pass left mid-way (an error, a stop): its persistent workers are ended now, with a fresh loader
-            # for any next pass. Left to the garbage collector, their shutdown could run inside some import,
-            # where the queue thread that tells them to stop cannot start: 5 s of join timeout per worker.
-            if not finished and self.workers:
+        except BaseException:  # an error, or the caller's stop (GeneratorExit): the pass is left mid-way
+            # Its persistent workers are ended now, with a fresh loader for any next pass. Left to the garbage
+            # collector, their shutdown could run inside some import: 5 s of join timeout per worker.
+            if self.workers:
                 self._loader = self._new_loader()
+            raise
 
 
 def read_chunks(source: ImageSource, workers: int = 0, chunk: int = 256) -> Iterator[tuple[int, torch.Tensor]]:

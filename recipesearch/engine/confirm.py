@@ -216,10 +216,18 @@ def curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: Cand
             if st.run_key({**params, "budget": b}, seed) not in present]
 
 
+def early_runs(trials: Sequence[FrozenTrial]) -> dict[int, list[FrozenTrial]]:
+    """The runs queued while the proposals went on (``early`` attr), by the candidate they confirm."""
+    mine: dict[int, list[FrozenTrial]] = {}
+    for t in trials:
+        if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY) and t.user_attrs.get(st.OF_TRIAL) is not None:
+            mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
+    return mine
+
+
 def begun_early(trials: Sequence[FrozenTrial]) -> set[int]:
     """The candidates confirmed early: their runs queued during the proposals (``plan_early``)."""
-    return {int(t.user_attrs[st.OF_TRIAL]) for t in trials if st.stage_of(t) == st.CONFIRM
-            and t.user_attrs.get(st.EARLY) and t.user_attrs.get(st.OF_TRIAL) is not None}
+    return set(early_runs(trials))
 
 
 def probes(space: SearchSpace) -> bool:

@@ -25,6 +25,7 @@ from recipesearch.engine.confirm import (
     begun_early,
     check_probe,
     curve_runs,
+    early_runs,
     enqueue_plan,
     front_candidates,
     interleave,
@@ -73,15 +74,6 @@ def plan_early(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan
             runs += curve_runs(t, at_target, space, found, present)
     return ConfirmPlan(tuple(chosen), (), tuple(interleave(runs, space.budgets)), found.search_seconds,
                        sum(r.estimated_seconds for r in runs))
-
-
-def early_runs(trials: Sequence[FrozenTrial]) -> dict[int, list[FrozenTrial]]:
-    """The runs queued while the proposals went on (``early`` attr), by the candidate they confirm."""
-    mine: dict[int, list[FrozenTrial]] = {}
-    for t in trials:
-        if st.stage_of(t) == st.CONFIRM and t.user_attrs.get(st.EARLY):
-            mine.setdefault(int(t.user_attrs[st.OF_TRIAL]), []).append(t)
-    return mine
 
 
 def early_claim(trials: Sequence[FrozenTrial], space: SearchSpace) -> int | None:
