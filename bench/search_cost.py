@@ -26,9 +26,10 @@ budget 1):
 - ``fashion_mnist_quick seed 1``: the same with another seed for the trials and the sampler;
 - ``byo``: ``examples/byo/space.yaml`` as shipped, a user's own ConvMixer, loader and method on a tenth of
   Fashion-MNIST, on the same plan (budgets 0.25-1, ``search_budget: 20``, early confirmation and the stop).
-- ``... with the shipped prior``: the arm above it with ``warm_start: shipped``: up to 3 confirmed recipes of the
-  example searches on *other* data (digits gets Fashion-MNIST's, Fashion-MNIST digits'; engine/warm_start.py)
-  proposed right after the baseline, before the sampler's own; each beside its arm without, in the same run.
+- ``... with the shipped prior`` (retired: measured, then removed with the lever, commit 3796f32; their rows
+  stay): the arm above it with ``warm_start: shipped``, up to 3 confirmed recipes of the example searches on
+  *other* data (digits got Fashion-MNIST's, Fashion-MNIST digits') proposed right after the baseline, each arm
+  run beside its pair without.
 
 *Cost to the first confirmed claim*: what the search had spent when its headline first stood confirmed at the
 target, replayed from its trials in the order they finished (``recipesearch.analysis.first_claim``), else "none";
@@ -67,17 +68,7 @@ ARMS = {"before": BEFORE,
         "fashion_mnist_quick confirmed after the proposals": {
             "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None,
                                            "stop_at_claim": False}},
-        "byo": {"space": BYO},
-        # the shipped prior (engine/warm_start.py): other data's confirmed recipes proposed first
-        "shipped with the shipped prior": {"warm_start": ["shipped"]},
-        **{f"shipped seed {k} with the shipped prior": {
-            "seed": k, "sampler": {"name": "tpe", "seed": k, "n_startup_trials": 8}, "warm_start": ["shipped"]}
-           for k in (1, 2)},
-        "fashion_mnist_quick with the shipped prior": {"space": FM_QUICK, "warm_start": ["shipped"]},
-        "fashion_mnist_quick seed 1 with the shipped prior": {
-            "space": FM_QUICK, "seed": 1, "sampler": {"name": "tpe", "seed": 1, "n_startup_trials": 8},
-            "warm_start": ["shipped"]},
-        "byo with the shipped prior": {"space": BYO, "warm_start": ["shipped"]}}
+        "byo": {"space": BYO}}
 
 
 def _space(changes: dict[str, Any], folder: Path) -> Path:
@@ -98,8 +89,8 @@ def _space(changes: dict[str, Any], folder: Path) -> Path:
 
 
 def run(quick: bool = False, out: str = "runs/search_cost", only: list[str] | None = None) -> dict[str, Any]:
-    """Each arm's search (``only``: those arms, in that order, the others' saved results kept; the table keeps
-    ``ARMS``' order)."""
+    """Each arm's search (``only``: those arms, in that order, so a pair runs side by side; the others' saved
+    results kept)."""
     import recipesearch
     from recipesearch.analysis import Objectives
     from recipesearch.analysis.first_claim import first_claim
@@ -111,12 +102,9 @@ def run(quick: bool = False, out: str = "runs/search_cost", only: list[str] | No
         changes = ARMS[name]
         folder = Path(out) / name.replace(" ", "_").replace(",", "").replace("<=", "le")
         folder.mkdir(parents=True, exist_ok=True)
-        # a warm start goes in as --warm-start would: the space file of a user's model stays beside its code
-        warm = changes.get("warm_start", [])
-        space = _space({**{k: v for k, v in changes.items() if k != "warm_start"},
-                        **({"trials": 20} if quick else {})}, folder)
+        space = _space({**changes, **({"trials": 20} if quick else {})}, folder)
         started = time.time()
-        result = recipesearch.search(space, out=folder / "run", force=True, quiet=True, warm_start=warm)
+        result = recipesearch.search(space, out=folder / "run", force=True, quiet=True)
         meta = json.loads((folder / "run" / "run.json").read_text())
         rows = pd.read_csv(folder / "run" / "trials.csv")
         paired = int((rows["stage"].eq("confirm") & rows["is_baseline"].astype(bool)).sum())
@@ -132,7 +120,8 @@ def run(quick: bool = False, out: str = "runs/search_cost", only: list[str] | No
                        "first_claim": {"trainings": claim.trainings, "run": claim.number, "verdict": claim.verdict}
                        if claim else None}
     kept = {"note": before["note"]} if before.get("note") else {}  # the saved reading, to be revised by hand
-    arms = [saved[name] for name in ARMS if name in saved]
+    # in ARMS' order; a retired arm's saved row (its lever measured and removed) stays, last
+    arms = [saved[name] for name in ARMS if name in saved] + [a for n, a in saved.items() if n not in ARMS]
     return {"environment": env, "quick": quick, "arms": arms, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             **kept}
 

@@ -27,8 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "is the confirmation's (overrides the space's search_budget)")
     p.add_argument("--warm-start", action="append", default=[], metavar="RUN_DIR",
                    help="an earlier search (a proxy of this one: data.subset, smaller images, fewer epochs) whose "
-                        "confirmed and front recipes this search proposes first, or `shipped`: the confirmed recipes "
-                        "of the shipped example searches on other data, for a cold start; repeat for more")
+                        "confirmed and front recipes this search proposes first; repeat for more")
     p.add_argument("--time-budget", metavar="DURATION",
                    help="every stage within this wall-clock time (2h, 90m, 1h30m), instead of --search-budget")
     p.add_argument("--cpus-per-trial", type=positive_number, metavar="X",

@@ -13,13 +13,6 @@ well the proxy ranked the recipes both trained (Spearman's rho, ``proxy_ranking`
 
 An earlier search of another dataset, or of another model, is refused in one line: its recipes were chosen for
 other data, and the ranking the warm start relies on would not carry over.
-
-The word ``shipped`` in place of a run directory is the *shipped prior*, for a cold start: the confirmed recipes of
-the example searches (``recipesearch/shipped/prior.yaml``, written by ``python -m tools.prior`` from
-``reports/examples``), on data other than this search's, best confirmed speedup first, at most ``PRIOR_RECIPES``.
-Only the methods, their settings, the optimizer's name and the budget come across (``PRIOR_PARAMS``), never LR or
-weight-decay multipliers tuned for another model. Which methods pay is what such searches share (label smoothing
-and Muon paid on digits and on Fashion-MNIST alike); their numbers are not, so they are proposed, never counted.
 """
 from __future__ import annotations
 
@@ -38,12 +31,6 @@ if TYPE_CHECKING:
     from recipesearch.space import SearchSpace
 
 
-SHIPPED = "shipped"  # warm_start's word for the shipped prior
-PRIOR_FILE = Path(__file__).resolve().parents[1] / "shipped" / "prior.yaml"
-PRIOR_PARAMS = ("budget", "optimizer.name")  # besides the methods and their settings
-PRIOR_RECIPES = 3
-
-
 @dataclass(frozen=True)
 class WarmRecipe:
     params: dict[str, Any]  # this space's params
@@ -60,10 +47,8 @@ class WarmStart:
 
     def to_dict(self) -> list[dict[str, Any]]:
         """For run.json (``warm_start``): what was proposed, with the numbers it had where it came from."""
-        # the shipped prior's recipes have no numbers of this search's kind: None
-        return [{"params": r.params, "source": r.source, "confirmed": r.confirmed,
-                 "metric": r.metric if math.isfinite(r.metric) else None,
-                 "train_seconds": r.train_seconds if math.isfinite(r.train_seconds) else None} for r in self.recipes]
+        return [{"params": r.params, "source": r.source, "confirmed": r.confirmed, "metric": r.metric,
+                 "train_seconds": r.train_seconds} for r in self.recipes]
 
 
 class _Recorder:
@@ -120,10 +105,10 @@ def row_params(row: pd.Series) -> dict[str, Any]:
             if c.startswith("params_") and not (isinstance(v, float) and math.isnan(v))}
 
 
-def map_params(earlier: dict[str, Any], space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
-    """This space's params for an earlier trial's (``row_params``), and the names of the earlier parameters it
-    could not keep."""
-    earlier = dict(earlier)
+def map_params(row: pd.Series, space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
+    """This space's params for an earlier trial's row (``params_*`` columns), and the names of the earlier
+    parameters it could not keep."""
+    earlier = row_params(row)
     if "budget" in earlier and not any(_same_number(earlier["budget"], b) for b in space.budgets):
         earlier["budget"] = min(space.budgets, key=lambda b: abs(math.log(float(b) / float(earlier["budget"]))))
     base = space.complete({})
@@ -176,9 +161,6 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
     seen: set[str] = set()
     data, model = str(space.base.data.name), str(space.base.model.name)
     for given in run_dirs:
-        if str(given) == SHIPPED:
-            recipes += [r for r in shipped_prior(space) if all(r.params != w.params for w in recipes)]
-            continue
         run_dir = Path(given)
         trials, meta = _read(run_dir)
         theirs = _data_and_model(trials)
@@ -195,7 +177,7 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
                 continue
             seen.add(keys.get(number))
             row = f.trials[f.trials["number"] == number].iloc[0]
-            params, lost = map_params(row_params(row), space)
+            params, lost = map_params(row, space)
             dropped.update(lost)
             if space.is_baseline(params) or any(r.params == params for r in recipes):
                 continue  # nothing left of it but the baseline, or a recipe already taken
@@ -207,51 +189,6 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
             notes.append(f"--warm-start {run_dir}: parameters this space does not have or cannot hold were dropped: "
                          f"{', '.join(sorted(dropped))}")
     return WarmStart(tuple(recipes), tuple(notes))
-
-
-def prior_entries(examples: Path) -> list[dict[str, Any]]:
-    """The shipped prior's entries (module docstring) from the example searches under ``examples``: each
-    confirmed recipe with its data, model, the speedup confirmed at its search's target and its transferable
-    params, best speedup first. ``tools/prior.py`` writes them to ``PRIOR_FILE``."""
-    from recipesearch.analysis.frontier import Objectives, frontier
-
-    entries = []
-    for run_dir in sorted(p.parent for p in examples.glob("*/trials.csv")):
-        trials, meta = _read(run_dir)
-        data, model = _data_and_model(trials)
-        f = frontier(trials, Objectives.from_run_meta(meta))
-        for _, recipe in f.recipes[f.recipes["confirmed"]].iterrows():
-            params = row_params(f.trials[f.trials["number"] == recipe["number"]].iloc[0])
-            on = {k.split(".", 1)[1] for k, v in params.items() if k.startswith("alg.") and v is True}
-            kept = {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in params.items()
-                    if k in PRIOR_PARAMS or k.split(".", 1)[0] in on or (k.startswith("alg.") and v is True)}
-            if all(kept != e["params"] for e in entries):  # an example search that copied another's trials
-                entries.append({"source": f"{run_dir.relative_to(examples.parents[1])} trial {int(recipe['number'])}",
-                                "data": data, "model": model, "speedup": round(float(recipe["speedup"]), 3),
-                                "params": kept})
-    return sorted(entries, key=lambda e: -e["speedup"])
-
-
-def shipped_prior(space: SearchSpace) -> list[WarmRecipe]:
-    """The shipped prior's recipes for ``space`` (module docstring): on other data than its, mapped onto it,
-    those that keep a method, each method set once."""
-    import yaml
-
-    recipes: list[WarmRecipe] = []
-    for entry in yaml.safe_load(PRIOR_FILE.read_text())["recipes"]:
-        if entry["data"] == str(space.base.data.name):
-            continue  # this data's own example search is a warm start's (--warm-start reports/examples/...)
-        params, _ = map_params(entry["params"], space)
-        if space.is_baseline(params) or any(_methods(r.params) == _methods(params) for r in recipes):
-            continue
-        recipes.append(WarmRecipe(params, f"shipped prior: {entry['source']} ({entry['speedup']:.2f}x on "
-                                          f"{entry['data']})", True, float("nan"), float("nan")))
-    return recipes[:PRIOR_RECIPES]
-
-
-def _methods(params: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(sorted(k for k, v in params.items() if k.startswith("alg.") and v is True)) + \
-        (params.get("optimizer.name"),)
 
 
 def proxy_ranking(warm: list[dict[str, Any]], trials: pd.DataFrame, metric: str) -> dict[str, Any] | None:
@@ -266,7 +203,7 @@ def proxy_ranking(warm: list[dict[str, Any]], trials: pd.DataFrame, metric: str)
     for _, row in trials[trials["state"] == "COMPLETE"].iterrows():
         here.setdefault(params_key(row_params(row)), (float(row[metric]), float(row["train_seconds"])))
     pairs = [(w["metric"], w["train_seconds"], *here[params_key(w["params"])]) for w in warm
-             if params_key(w["params"]) in here and w.get("metric") is not None]
+             if params_key(w["params"]) in here]
     if len(pairs) < 3:
         return None
     a = np.array(pairs, dtype=float)

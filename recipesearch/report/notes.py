@@ -37,11 +37,8 @@ def warm_note(trials: pd.DataFrame, run_meta: dict[str, Any], metric: str) -> st
     if not isinstance(warm, dict) or not isinstance(warm.get("recipes"), list):
         return None
     recipes = [r for r in warm["recipes"] if isinstance(r, dict) and isinstance(r.get("params"), dict)]
-    runs = ["the shipped prior" if str(d) == "shipped" else str(d) for d in warm.get("runs") or []]
-    text = (f"warm start: {len(recipes)} recipe(s) of {', '.join(runs)} proposed first "
+    text = (f"warm start: {len(recipes)} recipe(s) of {', '.join(map(str, warm.get('runs') or []))} proposed first "
             f"({sum(bool(r.get('confirmed')) for r in recipes)} confirmed there)")
-    if all(r.get("metric") is None for r in recipes):  # the shipped prior's: numbers of other data, none kept
-        return text
     rank = proxy_ranking(recipes, trials, metric)
     if rank is None:
         return text + "; fewer than 3 trained here at the same budget: no ranking to compare"

@@ -87,8 +87,7 @@ def space_from_dict(
                                                 workers=file.resources.workers),
                             threads_per_trial=file.threads, max_failures=file.max_failures,
                             checkpoint_minutes=file.checkpoint_minutes or None, search_budget=file.search_budget,
-                            warm_start=tuple(d if d == "shipped" else str(Path(base_dir or ".") / d)
-                                             for d in file.warm_start)),
+                            warm_start=tuple(str(Path(base_dir or ".") / d) for d in file.warm_start)),
         scheduler=SchedulerSpec(name=file.scheduler.name, reduction_factor=file.scheduler.reduction_factor,
                                 min_fraction=file.scheduler.min_fraction),
         baseline=BaselineSpec(seeds=file.baseline.seeds, tune_lr=file.baseline.tune_lr),

@@ -248,8 +248,7 @@ def _text(value: Any) -> Any:
 def _run_dirs(value: Any) -> Any:
     value = [value] if isinstance(value, str) else value
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise field_error(f"must be a run directory, shipped (the shipped prior), or a list of them, got "
-                          f"{show(value)}")
+        raise field_error(f"must be a run directory or a list of them, got {show(value)}")
     return value
 
 
@@ -330,8 +329,7 @@ class SpaceFile(Section):
     scheduler: Annotated[SchedulerEntry, BeforeValidator(_empty_section)] = SchedulerEntry()
     # Every stage within this many trainings of the baseline at budget 1 (engine/search_budget.py). Operational.
     search_budget: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    # Earlier searches whose best recipes this one proposes first, or `shipped` (the shipped prior for a cold
-    # start; engine/warm_start.py). Operational.
+    # Earlier searches whose best recipes this one proposes first (engine/warm_start.py). Operational.
     warm_start: Annotated[list[str], BeforeValidator(_run_dirs)] = []
     seed: int = 0
     baseline: Annotated[BaselineEntry, BeforeValidator(_empty_section)] = BaselineEntry()

@@ -51,7 +51,7 @@ def test_only_the_arms_asked_for_run_and_the_others_saved_results_stay(tmp_path,
         baseline_accuracy, elsewhere = 0.97, ""
 
     def search(space, out, **kw):
-        ran.append((Path(out).parent.name, kw["warm_start"]))
+        ran.append(Path(out).parent.name)
         (Path(out)).mkdir(parents=True)
         (Path(out) / "run.json").write_text('{"payback": {"search_trainings": 9.0}}')
         (Path(out) / "trials.csv").write_text("stage,is_baseline\nconfirm,True\nsearch,False\n")
@@ -60,10 +60,11 @@ def test_only_the_arms_asked_for_run_and_the_others_saved_results_stay(tmp_path,
     import recipesearch
 
     monkeypatch.setattr(recipesearch, "search", search)
-    monkeypatch.setattr(search_cost, "load_result", lambda name: {"arms": [{"arm": "before", "trials": 63}]})
-    result = search_cost.run(out=str(tmp_path), only=["shipped with the shipped prior", "shipped"])
-    # run in the order asked (an arm beside its pair), tabled in ARMS' order; a warm start as --warm-start gives it
-    assert ran == [("shipped_with_the_shipped_prior", ["shipped"]), ("shipped", [])]
-    assert [(a["arm"], a["trials"]) for a in result["arms"]] == [("before", 63), ("shipped", 2),
-                                                                 ("shipped with the shipped prior", 2)]
+    monkeypatch.setattr(search_cost, "load_result", lambda name: {"arms": [
+        {"arm": "before", "trials": 63}, {"arm": "a retired lever", "trials": 7}]})
+    result = search_cost.run(out=str(tmp_path), only=["shipped seed 1", "shipped"])
+    assert ran == ["shipped_seed_1", "shipped"]  # in the order asked: a pair side by side
+    # the table in ARMS' order; a retired arm's saved row stays, last
+    assert [(a["arm"], a["trials"]) for a in result["arms"]] == [("before", 63), ("shipped", 2), ("shipped seed 1", 2),
+                                                                 ("a retired lever", 7)]
     assert result["arms"][1]["paired_runs"] == 1

@@ -9,14 +9,7 @@ import pandas as pd
 import pytest
 
 import recipesearch
-from recipesearch.engine.warm_start import (
-    PRIOR_FILE,
-    PRIOR_RECIPES,
-    map_params,
-    proxy_ranking,
-    row_params,
-    warm_start,
-)
+from recipesearch.engine.warm_start import map_params, proxy_ranking
 from recipesearch.runlock import run_dir_lock
 from recipesearch.space import load_space
 from tests.conftest import call_cli
@@ -78,12 +71,12 @@ def test_mapping_keeps_what_fits_and_names_what_does_not(write_space):
                                    hparams={"optimizer.lr": {"scale": [0.75, 1.5]}}))
     row = pd.Series({"params_budget": 0.5, "params_optimizer.lr": 2.0, "params_alg.label_smoothing": True,
                      "params_label_smoothing.smoothing": 0.1, "params_alg.mixup": True, "params_mixup.alpha": 0.3})
-    params, dropped = map_params(row_params(row), space)
+    params, dropped = map_params(row, space)
     assert dropped == ["alg.mixup", "mixup.alpha", "optimizer.lr"]  # no mixup here; 2x is outside 0.75x-1.5x
     assert params == {"budget": 0.5, "optimizer.lr": 1.0, "alg.label_smoothing": True,
                       "label_smoothing.smoothing": 0.1}
     # a budget this space does not have: the nearest it has
-    assert map_params({"budget": 2.0}, space)[0]["budget"] == 1.0
+    assert map_params(pd.Series({"params_budget": 2.0}), space)[0]["budget"] == 1.0
 
 
 def test_a_folder_that_is_not_a_run_or_is_running_or_of_another_model_is_one_line(tmp_path, write_space, proxy,
@@ -126,45 +119,3 @@ def test_proxy_ranking_is_spearman_over_the_recipes_both_trained():
     assert rank["rho_accuracy"] == pytest.approx(pd.Series([0, 1, 2, 3]).corr(pd.Series([3, 2, 2, 3]),
                                                                                 method="spearman"))
     assert proxy_ranking(warm[:2], pd.DataFrame(rows), "val_accuracy") is None
-
-
-def test_the_shipped_prior_proposes_other_datas_confirmed_methods_mapped_onto_this_space(write_space):
-    import yaml
-
-    algos = {**ALGOS, "progressive_resizing": {"initial_scale": {"choices": [0.5, 0.75]}}, "blurpool": {},
-             "channels_last": {}}
-    space = load_space(write_space(algorithms=algos, hparams={"optimizer.lr": {"scale": [0.5, 2]},
-                                                              "optimizer.name": {"choices": ["sgd", "muon"]}},
-                                   warm_start="shipped"))
-    assert space.warm_start == ("shipped",)  # a word, not a folder beside the space file
-    entries = yaml.safe_load(PRIOR_FILE.read_text())["recipes"]
-    recipes = warm_start(["shipped"], space).recipes
-    assert 0 < len(recipes) <= PRIOR_RECIPES
-    for recipe in recipes:
-        # a digits search: none of the digits example's, each from an entry on other data, in the file's order
-        source = recipe.source.split(": ", 1)[1].split(" (")[0]
-        entry = next(e for e in entries if e["source"] == source)
-        assert entry["data"] != "digits"
-        assert recipe.params == space.complete(recipe.params)
-        assert recipe.params["optimizer.lr"] == 1.0  # never another model's LR multiplier
-        on = {k for k, v in recipe.params.items() if k.startswith("alg.") and v is True}
-        assert on == {k for k, v in entry["params"].items() if k.startswith("alg.") and k[4:] in algos}
-    ranks = [entries.index(next(e for e in entries if e["source"] in r.source)) for r in recipes]
-    assert ranks == sorted(ranks)
-
-
-def test_the_shipped_prior_is_the_example_searches_confirmed_recipes():
-    """Each entry names a trial of a committed example search with the methods it lists (``python -m tools.prior``
-    writes the file from them)."""
-    import yaml
-
-    root = PRIOR_FILE.parents[2]
-    entries = yaml.safe_load(PRIOR_FILE.read_text())["recipes"]
-    assert entries and [e["speedup"] for e in entries] == sorted((e["speedup"] for e in entries), reverse=True)
-    for entry in entries:
-        folder, number = entry["source"].split(" trial ")
-        trials = pd.read_csv(root / folder / "trials.csv")
-        row = trials[trials["number"] == int(number)].iloc[0]
-        assert json.loads(row["recipe_json"])["data"]["name"] == entry["data"]
-        on = {k[len("alg."):] for k, v in row_params(row).items() if k.startswith("alg.") and v is True}
-        assert on == {k[len("alg."):] for k in entry["params"] if k.startswith("alg.")}
