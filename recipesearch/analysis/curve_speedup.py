@@ -92,8 +92,11 @@ def _reach(target: float, curve: TradeoffCurve) -> tuple[float, str]:
     """Time for ``curve`` to reach ``target``, with ``speedup``'s status for that side.
 
     ``times_to_reach`` calls a target equal to the first point's accuracy "below"; that point's time
-    is then exact, not a bound, so it is reported as interpolated.
+    is then exact, not a bound, so it is reported as interpolated. A target equal to the last point's but for
+    the last bits of a float (a mean summed in another order) is reached there.
     """
+    if len(curve.accuracies) and np.isclose(target, curve.accuracies[-1], rtol=1e-12, atol=0.0):
+        target = float(curve.accuracies[-1])  # its own last mean (the baseline at budget 1), summed in another order
     times, statuses = times_to_reach([target], curve)
     time, status = float(times[0]), str(statuses[0])
     if status == BELOW_BASELINE and target == curve.accuracies[0]:

@@ -297,8 +297,9 @@ class SecondLook:
     """``confirm.sequential``: each candidate's first-look decision (analysis/sequential.py) and the runs of the
     second look for the undecided ones: one more seed at each budget of its curve, or, for a curve cut at the
     target, the next budget with the confirmation's seeds (a mean barely past the target leaves too many bootstrap
-    replicates short of it: the digits demo's best curve, 2.69x [1.18-4.72], 29 % of them). The baseline keeps its
-    seeds: the first look's curve."""
+    replicates short of it: the digits demo's best curve, 2.69x [1.18-4.72], 29 % of them); for a curve at the
+    space's largest budget with a seed short of the target there, the budget past it (``past_largest``), the only
+    run that is not one of the space's budgets. The baseline keeps its seeds: the first look's curve."""
 
     decisions: dict[int, str] = field(default_factory=dict)  # candidate trial number -> confirmed/futile/open
     runs: tuple[ConfirmRun, ...] = ()
@@ -346,6 +347,9 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
         measured = mine.groupby("budget")["train_seconds"].mean()
         have = sorted(float(b) for b in measured.index)
         above = [float(b) for b in sorted(space.budgets) if float(b) > have[-1]] if have else []
+        top = mine[mine["budget"].astype(float) == have[-1]][fr.metric] if have else []
+        if have and not above and fr.target.accuracy is not None and (top < fr.target.accuracy).any():
+            above = [past_largest(space.budgets)]  # a seed short of the target at the largest: one budget past it
         if above:  # a curve cut at the target (``curve_runs``): the next budget, where its replicates reach it
             new = [ConfirmRun({**params, "budget": above[0]}, k, number,
                               float(measured[have[-1]]) * above[0] / have[-1]) for k in range(seeds)]
@@ -353,6 +357,14 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
             new = [ConfirmRun({**params, "budget": b}, seeds, number, float(measured[b])) for b in have]
         runs += [r for r in new if st.run_key(r.params, r.seed_index) not in present]
     return SecondLook(decisions, tuple(interleave(runs, space.budgets)))
+
+
+def past_largest(budgets: Sequence[float]) -> float:
+    """The budget one step past the space's largest, the step its two largest make (x2 for 0.25-1): the second
+    look of a curve that ends at the largest budget with a seed short of the target there (examples/byo's best
+    curve: 4 seeds at budget 1 left it open, too many bootstrap replicates never reached the target)."""
+    b = sorted(float(x) for x in budgets)
+    return b[-1] * (b[-1] / b[-2] if len(b) > 1 else 2.0)
 
 
 def interleave(runs: Sequence[ConfirmRun], budgets: Sequence[float]) -> list[ConfirmRun]:

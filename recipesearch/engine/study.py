@@ -75,8 +75,9 @@ def queued_params(t: FrozenTrial) -> dict[str, Any]:
 
 
 def trial_params(t: FrozenTrial) -> dict[str, Any]:
-    """Params of any trial: sampled ones, or those it was queued with while it waits."""
-    return dict(t.params) if t.params else queued_params(t)
+    """Params of any trial: sampled ones, or those it was queued with (while it waits, and the budget of a
+    confirmation run past the space's largest, which Optuna's record lacks: ``SearchSpace.suggest``)."""
+    return {**queued_params(t), **t.params}
 
 
 def is_interrupted(t: FrozenTrial) -> bool:

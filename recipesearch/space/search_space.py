@@ -240,9 +240,11 @@ class SearchSpace:
             names += ([] if alg.always else [alg.switch]) + [p.name for p in alg.params]
         return names
 
-    def suggest(self, trial: Any) -> dict[str, Any]:
-        """Define-by-run: budget, then hparams, then each candidate's switch and (when on) its hparams."""
-        params: dict[str, Any] = {"budget": trial.suggest_categorical("budget", list(self.budgets))}
+    def suggest(self, trial: Any, budget: float | None = None) -> dict[str, Any]:
+        """Define-by-run: budget, then hparams, then each candidate's switch and (when on) its hparams. ``budget``:
+        a confirmation run's past the space's largest (engine/confirm.py), given, not asked (no choice holds it)."""
+        params: dict[str, Any] = {"budget": float(budget) if budget is not None
+                                  else trial.suggest_categorical("budget", list(self.budgets))}
         for p in self.hparams:
             params[p.name] = p.suggest(trial)
         on = set(self._fixed_on)

@@ -50,6 +50,18 @@ def test_single_point_curve_at_its_own_accuracy_is_exact():
     assert r.status == "interpolated" and r.speedup == pytest.approx(2.0)
 
 
+def test_a_target_that_is_the_baselines_last_mean_but_for_float_rounding_is_reached_there():
+    # the target "the baseline at budget 1" is its seeds' mean; the envelope's mean of the same three, summed in
+    # another order, can differ in the last bit: still the baseline's own accuracy, reached at its last point
+    accs = [0.9010, 0.8990, 0.9002]
+    last = sum(accs) / 3
+    target = float(np.mean(np.array(accs)[::-1]))
+    r = curve_speedup([2.0, 4.0], [0.88, target + 0.01], [10.0, 20.0, 40.0], [0.80, 0.90, last],
+                      target=np.nextafter(last, 1.0))
+    assert r.status == "interpolated" and r.baseline_time == pytest.approx(40.0)
+    assert curve_speedup([5.0, 10.0], [0.80, 0.96], BASE_T, BASE_A, target=0.9501).status == "beyond_baseline"
+
+
 def test_recipe_ahead_gives_a_lower_bound():
     # Target 0.82 is below the recipe's shortest run (0.85 in 5 s): it needs at most 5 s.
     r = curve_speedup([5.0, 10.0], [0.85, 0.90], BASE_T, BASE_A, target=0.82)
