@@ -76,29 +76,39 @@ def test_without_sequential_there_is_no_second_look(tmp_path, make_space):
     assert loop.confirm.second_look is None and all(st.seed_index(t) < 3 for t in runs_of(study, st.CONFIRM))
 
 
-def test_an_open_curve_cut_at_the_target_gets_the_next_budget_with_the_seeds(tmp_path, make_space):
-    """MixUp's run at budget 0.5 reaches the target (the baseline at budget 1: 0.90 in 4 s) in 1 s, so its curve is
-    confirmed early up to budget 0.5; there its seeds (0.912, 0.888, 0.902) sit around the target and the first look
-    is open. The second look trains budget 1 (where MixUp is at 0.95) with 3 seeds, not a 4th seed at 0.25 and 0.5."""
-    from recipesearch.engine import queueing
-
+def mixup_at_the_target(where: float):
+    """MixUp at 2x the baseline's speed per epoch, at the target (the baseline at budget 1: 0.90 in 4 s) at budget
+    ``where``, its seeds there at 0.912, 0.888, 0.902 (0.05 more per doubling)."""
     spread = (1, -1, 0.2, 0.5)
 
     def result(proposal) -> dict:
         recipe = proposal.config["recipe"]
         budget, k = recipe["budget"], recipe["seed"] % 4
         if "mixup" in recipe["algorithms"]:
-            acc, secs = 0.90 + 0.05 * math.log2(budget * 2) + 0.012 * spread[k], 2.0 * budget
+            acc, secs = 0.90 + 0.05 * math.log2(budget / where) + 0.012 * spread[k], 2.0 * budget
         else:
             acc, secs = 0.80 + 0.05 * math.log2(budget * 4) + 0.001 * spread[k], 4.0 * budget
         return {"accuracy": acc - 0.03, "val_accuracy": acc, "train_seconds": secs, "loss": 0.1, "error": None}
 
-    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=11,
-                       confirm={"top_k": 1, "seeds": 3, "max_share": 0.9, "sequential": True},
-                       algorithms={"mixup": {}}, hparams={})
+    return result
+
+
+def mixup_space(make_space):
+    return make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=11,
+                      confirm={"top_k": 1, "seeds": 3, "max_share": 0.9, "sequential": True},
+                      algorithms={"mixup": {}}, hparams={})
+
+
+def test_an_open_curve_cut_at_the_target_gets_the_next_budget_with_the_seeds(tmp_path, make_space):
+    """MixUp's run at budget 0.5 reaches the target (the baseline at budget 1: 0.90 in 4 s) in 1 s, so its curve is
+    confirmed early up to budget 0.5; there its seeds (0.912, 0.888, 0.902) sit around the target and the first look
+    is open. The second look trains budget 1 (where MixUp is at 0.95) with 3 seeds, not a 4th seed at 0.25 and 0.5."""
+    from recipesearch.engine import queueing
+
+    space = mixup_space(make_space)
     loop, study, _ = open_loop(tmp_path, space)
     queueing.enqueue(study, space.complete({"budget": 0.5, "alg.mixup": True}))
-    loop.run(InProcess(result, concurrency=1))
+    loop.run(InProcess(mixup_at_the_target(0.5), concurrency=1))
     mixup = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.mixup"] and t.params["budget"] == 0.5)
     assert loop.confirm.second_look.decisions == {mixup.number: OPEN}
     runs = [t for t in runs_of(study) if t.params.get("alg.mixup") and st.is_finished(t)]
@@ -121,24 +131,11 @@ def test_an_open_curve_at_the_largest_budget_gets_the_budget_past_it(tmp_path, m
     from recipesearch.engine import queueing
     from recipesearch.engine.confirm import past_largest
 
-    spread = (1, -1, 0.2, 0.5)
-
-    def result(proposal) -> dict:
-        recipe = proposal.config["recipe"]
-        budget, k = recipe["budget"], recipe["seed"] % 4
-        if "mixup" in recipe["algorithms"]:
-            acc, secs = 0.90 + 0.05 * math.log2(budget) + 0.012 * spread[k], 2.0 * budget
-        else:
-            acc, secs = 0.80 + 0.05 * math.log2(budget * 4) + 0.001 * spread[k], 4.0 * budget
-        return {"accuracy": acc - 0.03, "val_accuracy": acc, "train_seconds": secs, "loss": 0.1, "error": None}
-
-    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=11,
-                       confirm={"top_k": 1, "seeds": 3, "max_share": 0.9, "sequential": True},
-                       algorithms={"mixup": {}}, hparams={})
+    space = mixup_space(make_space)
     assert past_largest(space.budgets) == 2.0 and past_largest([2, 3, 4]) == 16 / 3 and past_largest([1]) == 2.0
     loop, study, _ = open_loop(tmp_path, space)
     queueing.enqueue(study, space.complete({"budget": 1.0, "alg.mixup": True}))
-    loop.run(InProcess(result, concurrency=1))
+    loop.run(InProcess(mixup_at_the_target(1.0), concurrency=1))
     mixup = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.mixup"] and t.params["budget"] == 1.0)
     assert loop.confirm.second_look.decisions == {mixup.number: OPEN}
     runs = [t for t in runs_of(study) if st.trial_params(t).get("alg.mixup") and st.is_finished(t)]
