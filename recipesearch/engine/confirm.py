@@ -347,8 +347,8 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
         measured = mine.groupby("budget")["train_seconds"].mean()
         have = sorted(float(b) for b in measured.index)
         above = [float(b) for b in sorted(space.budgets) if float(b) > have[-1]] if have else []
-        top = mine[mine["budget"].astype(float) == have[-1]][fr.metric] if have else []
-        if have and not above and fr.target.accuracy is not None and (top < fr.target.accuracy).any():
+        worst = mine.groupby("budget")[fr.metric].min()  # its seeds' lowest accuracy at each budget
+        if have and not above and fr.target.accuracy is not None and worst[have[-1]] < fr.target.accuracy:
             above = [past_largest(space.budgets)]  # a seed short of the target at the largest: one budget past it
         if above:  # a curve cut at the target (``curve_runs``): the next budget, where its replicates reach it
             new = [ConfirmRun({**params, "budget": above[0]}, k, number,

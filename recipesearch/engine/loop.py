@@ -304,9 +304,8 @@ class SearchLoop:
             self.study.enqueue_trial({"budget": float(min(space.budgets))})
         trial = self.study.ask()  # pops a queued (WAITING) trial first
         config = self.trial_config(trial)
-        past = (trial.user_attrs.get(st.QUEUED_PARAMS) or {}).get("budget")
         try:
-            params = space.suggest(trial, past if past is not None and past > max(space.budgets) else None)
+            params = space.suggest(trial, (trial.user_attrs.get(st.QUEUED_PARAMS) or {}).get("budget"))
         except Exception as exc:  # noqa: BLE001 - a broken define-by-run walk fails this trial only
             params = dict(trial.params)
             config["error"] = f"invalid parameters: {exc}"

@@ -240,10 +240,12 @@ class SearchSpace:
             names += ([] if alg.always else [alg.switch]) + [p.name for p in alg.params]
         return names
 
-    def suggest(self, trial: Any, budget: float | None = None) -> dict[str, Any]:
-        """Define-by-run: budget, then hparams, then each candidate's switch and (when on) its hparams. ``budget``:
-        a confirmation run's past the space's largest (engine/confirm.py), given, not asked (no choice holds it)."""
-        params: dict[str, Any] = {"budget": float(budget) if budget is not None
+    def suggest(self, trial: Any, queued_budget: float | None = None) -> dict[str, Any]:
+        """Define-by-run: budget, then hparams, then each candidate's switch and (when on) its hparams.
+        ``queued_budget``: the budget the trial was queued with; one past the space's largest (a confirmation run's,
+        engine/confirm.py) is given, not asked: no choice holds it."""
+        past = queued_budget is not None and float(queued_budget) > max(self.budgets)
+        params: dict[str, Any] = {"budget": float(queued_budget) if past
                                   else trial.suggest_categorical("budget", list(self.budgets))}
         for p in self.hparams:
             params[p.name] = p.suggest(trial)
