@@ -3,8 +3,8 @@
 The confirmation stage trains each candidate (and the paired baseline) with ``confirm.seeds`` seeds, then looks:
 a candidate whose curve speedup to the target is confirmed (the 95 % interval's lower bound above 1:
 ``confirmed_faster``) or futile (its upper bound below 1, or no replicate measures a speedup) is settled; one still
-straddling gets one more seed at each budget of its curve (or, for a curve cut at the budget that reached the
-target, the next budget with the confirmation's seeds), and the second look decides it (``confirm.sequential``). The
+straddling gets one more seed at each budget of its curve (or, for a curve with a seed short of the target at its
+top budget, the next budget with the confirmation's seeds), and the second look decides it (``confirm.sequential``). The
 baseline gets no extra seed: its curve, and the target measured on it, stay those of the first look, so a candidate
 settled there keeps the verdict the report computes.
 

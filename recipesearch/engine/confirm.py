@@ -1,11 +1,11 @@
-"""The confirmation stage: retrain the best proposals with more seeds and at every budget.
+"""The confirmation stage: retrain the best proposals with more seeds, at the budgets around the target.
 
 A proposal is one run at one budget and one seed: a lucky seed can put it on the frontier. After the
 proposals (or during them: ``confirm.early``, engine/confirm_stage.py), the non-dominated ones on the selection
-metric (never on test) are trained again, so each confirmed recipe has a tradeoff curve of its own (every budget of
-the space; up to its own budget for one whose run reached the target: ``curve_runs``) with ``confirm.seeds`` seeds
-per budget; the frontier and the headline speedup are then computed on seed means, curve against the baseline's
-curve (``recipesearch.analysis.frontier``).
+metric (never on test) are trained again, so each confirmed recipe has a tradeoff curve of its own (the two
+budgets where the proposal's run says the curve crosses the target, ``curve_runs``; every budget while there is no
+target) with ``confirm.seeds`` seeds per budget; the frontier and the headline speedup are then computed on seed
+means, curve against the baseline's curve (``recipesearch.analysis.frontier``).
 
 Which candidates, in order: the front of the completed proposals (``Frontier.on_recipe_front``), one per
 recipe (``Frontier``'s ``recipe_key``: the same params at another budget is the same recipe); first those whose own
@@ -109,6 +109,7 @@ class Candidates:
     time_scale: dict[float, float]  # mean train_seconds of the baseline per budget
     baseline: dict[float, FrozenTrial]  # budget -> the first completed baseline run there (its params are paired)
     keys: dict[int, str] = field(default_factory=dict)  # trial number -> recipe_key, every earlier run
+    target: float = float("nan")  # the headline's accuracy (NaN: none yet)
 
 
 def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candidates:
@@ -144,7 +145,7 @@ def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candi
     ordered = zip(rows["number"], rows["recipe_key"], rows["_at_target"], strict=True)
     keys = {int(n): str(k) for n, k in zip(fr.trials["number"], fr.trials["recipe_key"], strict=True)}
     return Candidates([(by_number[int(n)], str(k), float(r)) for n, k, r in ordered], seconds, scale, baseline,
-                       keys)
+                      keys, float(target))
 
 
 def _estimate(own_seconds: float, own_budget: float, budget: float, scale: dict[float, float]) -> float:
@@ -202,15 +203,21 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
 
 
 def curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: Candidates,
-                present: set[str]) -> list[ConfirmRun]:
-    """A candidate's curve: ``confirm.seeds`` seeds at every budget, but those ``present`` already; for a
-    candidate whose run reached the target, only the budgets up to its own (two at least): the headline is the
-    time to the target, which runs past it do not move (on Fashion-MNIST quick they were a third of the stage)."""
+               present: set[str]) -> list[ConfirmRun]:
+    """A candidate's first look: ``confirm.seeds`` seeds (but those ``present`` already) at the two budgets where
+    its own run says its curve crosses the target: its own budget and the one below for a run that reached the
+    target, and the one above for a run that did not (every budget while there is no target). The headline is
+    the time to the target, which runs far below or past the crossing do not move; the second look goes a budget
+    further where a seed fell short (``plan_second_look``). Digits seed 1 (benchmarks §13): a candidate short at
+    its own budget 0.25 was trained at every budget, and its budget-1 runs, past where all its seeds reached the
+    target at 0.5, were a sixth of the search."""
     params = st.trial_params(t)
     own_budget, own_seconds = float(params["budget"]), float(t.user_attrs.get("train_seconds") or 0.0)
     budgets = sorted(float(b) for b in space.budgets)
-    if np.isfinite(at_target):  # up to its own budget, and two at least: a curve needs two
-        budgets = budgets[:max(2, sum(b <= own_budget for b in budgets))]
+    if np.isfinite(found.target) and len(budgets) > 2:
+        own = max(0, sum(b <= own_budget for b in budgets) - 1)
+        low = own - 1 if np.isfinite(at_target) else own  # reached: it crosses below its budget; else above
+        budgets = budgets[min(max(low, 0), len(budgets) - 2):][:2]
     return [ConfirmRun({**params, "budget": b}, seed, t.number, _estimate(own_seconds, own_budget, b, found.time_scale))
             for b in budgets for seed in range(space.confirm.seeds)
             if st.run_key({**params, "budget": b}, seed) not in present]
@@ -295,11 +302,11 @@ def check_probe(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Confirm
 @dataclass(frozen=True)
 class SecondLook:
     """``confirm.sequential``: each candidate's first-look decision (analysis/sequential.py) and the runs of the
-    second look for the undecided ones: one more seed at each budget of its curve, or, for a curve cut at the
-    target, the next budget with the confirmation's seeds (a mean barely past the target leaves too many bootstrap
-    replicates short of it: the digits demo's best curve, 2.69x [1.18-4.72], 29 % of them); for a curve at the
-    space's largest budget with a seed short of the target there, the budget past it (``past_largest``), the only
-    run that is not one of the space's budgets. The baseline keeps its seeds: the first look's curve."""
+    second look for the undecided ones: one more seed at each budget of its curve, or, for a curve with a seed short
+    of the target at its top budget, the next budget with the confirmation's seeds (a mean barely past the target
+    leaves too many bootstrap replicates short of it: the digits demo's best curve, 2.69x [1.18-4.72], 29 % of
+    them); past the space's largest budget, the budget one step further (``past_largest``), the only run that is
+    not one of the space's budgets. The baseline keeps its seeds: the first look's curve."""
 
     decisions: dict[int, str] = field(default_factory=dict)  # candidate trial number -> confirmed/futile/open
     runs: tuple[ConfirmRun, ...] = ()
@@ -313,7 +320,7 @@ class SecondLook:
         if not self.runs:
             return f"confirmation, first look: {said}; no second look needed"
         return (f"confirmation, first look: {said}; a second look ({len(self.runs)} runs): one more seed, or the next "
-                "budget for a curve cut at the target")
+                "budget for a curve with a seed short of the target at its top budget")
 
 
 def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> SecondLook:
@@ -346,13 +353,13 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
         # each run's estimate: its own first seeds' mean time at that budget, measured by now
         measured = mine.groupby("budget")["train_seconds"].mean()
         have = sorted(float(b) for b in measured.index)
-        above = [float(b) for b in sorted(space.budgets) if float(b) > have[-1]] if have else []
         worst = mine.groupby("budget")[fr.metric].min()  # its seeds' lowest accuracy at each budget
-        if have and not above and fr.target.accuracy is not None and worst[have[-1]] < fr.target.accuracy:
-            above = [past_largest(space.budgets)]  # a seed short of the target at the largest: one budget past it
-        if above:  # a curve cut at the target (``curve_runs``): the next budget, where its replicates reach it
-            new = [ConfirmRun({**params, "budget": above[0]}, k, number,
-                              float(measured[have[-1]]) * above[0] / have[-1]) for k in range(seeds)]
+        if have and fr.target.accuracy is not None and worst[have[-1]] < fr.target.accuracy:
+            # a seed short of the target at its top budget: the next budget (past the largest, one step further),
+            # where its replicates reach it
+            up = next((float(b) for b in sorted(space.budgets) if float(b) > have[-1]), past_largest(space.budgets))
+            new = [ConfirmRun({**params, "budget": up}, k, number, float(measured[have[-1]]) * up / have[-1])
+                   for k in range(seeds)]
         else:  # one more seed at each of its budgets
             new = [ConfirmRun({**params, "budget": b}, seeds, number, float(measured[b])) for b in have]
         runs += [r for r in new if st.run_key(r.params, r.seed_index) not in present]

@@ -6,7 +6,7 @@
     run(executor), stage after stage (user attr ``stage``, engine/study.py):
         tune      the LR sweep; the baseline waits for it, then runs at the LR it chose
         baseline  ... and search: queued baselines first, then proposals, until ``n_trials`` finished
-        confirm   once every earlier trial finished: the best proposals again at every budget with
+        confirm   once every earlier trial finished: the best proposals again around the target with
                   more seeds (engine/confirm.py), until all of those finished
         simplify  (``simplify:`` on) once the confirmation finished: the headline recipe without each of its
                   methods, then without those it does not need as a new curve (engine/simplify.py)

@@ -31,10 +31,11 @@ class ConfirmEntry(Section):
     """``confirm: {top_k: 5, seeds: 3, max_share: 0.55}`` or ``confirm: false``: the confirmation stage.
 
     After the proposals, up to ``top_k`` non-dominated candidates (on the selection metric) are trained
-    again with ``seeds`` seeds in all at every budget of the space, so each has a tradeoff curve with
-    confidence intervals. Candidates are taken in order while the stage's estimated compute stays within
-    ``max_share`` of the whole search's (proposals, baselines and confirmation together). ``sequential``: a
-    candidate whose interval still straddles 1 after ``seeds`` seeds gets one more at every budget
+    again with ``seeds`` seeds in all at the two budgets where the proposal's run says its curve crosses the
+    target (engine/confirm.py ``curve_runs``), so each has a tradeoff curve with confidence intervals.
+    Candidates are taken in order while the stage's estimated compute stays within ``max_share`` of the whole
+    search's (proposals, baselines and confirmation together). ``sequential``: a candidate whose interval still
+    straddles 1 after ``seeds`` seeds gets one more at every budget
     (analysis/sequential.py); one decided either way gets none. ``paired_baseline``: ``probe`` (the default)
     re-runs one baseline run beside the candidates, as a check of the machine's speed, and re-runs the whole
     baseline only when that run's time moved (analysis/paired_baseline.py); ``full`` always re-runs it all, as

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 
 from recipesearch.analysis.frontier import frontier
 from recipesearch.analysis.sequential import CONFIRMED, OPEN
@@ -124,7 +125,7 @@ def test_an_open_curve_cut_at_the_target_gets_the_next_budget_with_the_seeds(tmp
 
 def test_an_open_curve_at_the_largest_budget_gets_the_budget_past_it(tmp_path, make_space):
     """MixUp trains 2x faster per epoch and its run at budget 1, the largest, reaches the target (the baseline at
-    budget 1: 0.90 in 4 s) in 2 s, so its curve is confirmed early up to budget 1; there its seeds (0.912, 0.888,
+    budget 1: 0.90 in 4 s) in 2 s, so its curve is confirmed early at budgets 0.5 and 1; there its seeds (0.912, 0.888,
     0.902) sit around the target and the first look is open. No budget of the space is above 1: the second look
     trains budget 2 (x2, the step of the space's two largest), where MixUp is at 0.95, with 3 seeds. Optuna's
     budget choices do not hold 2: the runs are given it, and complete."""
@@ -140,10 +141,38 @@ def test_an_open_curve_at_the_largest_budget_gets_the_budget_past_it(tmp_path, m
     assert loop.confirm.second_look.decisions == {mixup.number: OPEN}
     runs = [t for t in runs_of(study) if st.trial_params(t).get("alg.mixup") and st.is_finished(t)]
     assert all(t.state.name == "COMPLETE" for t in runs)
-    assert Counter(st.trial_params(t)["budget"] for t in runs) == {0.25: 3, 0.5: 3, 1.0: 3, 2.0: 3}
+    # its first look: budget 1 and the one below (the target is crossed below the budget that reached it)
+    assert Counter(st.trial_params(t)["budget"] for t in runs) == {0.5: 3, 1.0: 3, 2.0: 3}
     second = [t for t in runs if t.user_attrs.get("early") == EARLY_SECOND_LOOK]
     assert {(st.trial_params(t)["budget"], st.seed_index(t)) for t in second} == {(2.0, k) for k in range(3)}
     assert all("budget" not in t.params for t in second)  # the sampler never saw a budget it cannot propose
     f = frontier(trials_frame(study.get_trials(), space), space)
     curve = f.recipes.iloc[0]
-    assert curve["n_budgets"] == 4 and bool(curve["confirmed"])
+    assert curve["n_budgets"] == 3 and bool(curve["confirmed"])
+
+
+def test_a_candidate_short_of_the_target_is_confirmed_at_its_budget_and_the_next(tmp_path, make_space):
+    """MixUp's only proposal, at budget 0.25 (0.85), is short of the target (the baseline at budget 1: 0.90), so its
+    first look trains budgets 0.25 and 0.5, not 1 (where the target is already past); its seeds at 0.5 (0.912,
+    0.888, 0.902) leave it open, and a seed short of the target there sends the second look to budget 1 with the
+    confirmation's 3 seeds, not to a 4th seed at 0.25 and 0.5."""
+    from recipesearch.engine import queueing
+    from recipesearch.engine.confirm import curve_runs, front_candidates
+
+    space = mixup_space(make_space)
+    loop, study, _ = open_loop(tmp_path, space, n_trials=10)  # the baseline's 9 runs and this one proposal
+    queueing.enqueue(study, space.complete({"budget": 0.25, "alg.mixup": True}))
+    loop.run(InProcess(mixup_at_the_target(0.5), concurrency=1))
+    mixup = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.mixup"])
+    assert loop.confirm.plan.candidates == (mixup.number,)
+    first = [r for r in loop.confirm.plan.runs if not r.is_baseline]
+    assert Counter(r.params["budget"] for r in first) == {0.25: 2, 0.5: 3}  # the proposal is seed 0 at 0.25
+    assert loop.confirm.second_look.decisions == {mixup.number: OPEN}
+    assert {(r.params["budget"], r.seed_index) for r in loop.confirm.second_look.runs} == {(1.0, k) for k in range(3)}
+    runs = [t for t in runs_of(study) if t.params.get("alg.mixup") and st.is_finished(t)]
+    assert Counter(t.params["budget"] for t in runs) == {0.25: 3, 0.5: 3, 1.0: 3}
+    # without a target (no baseline run finished yet) the plan takes every budget
+    found = front_candidates(study.get_trials(), space)
+    assert {r.params["budget"] for r in curve_runs(mixup, float("nan"), space, found, set())} == {0.25, 0.5}
+    assert {r.params["budget"] for r in curve_runs(mixup, float("nan"), space, replace(found, target=float("nan")),
+                                                    set())} == {0.25, 0.5, 1.0}

@@ -94,7 +94,7 @@ def test_the_lr_sweep_runs_first_and_the_baseline_takes_its_best_lr(tmp_path, ma
     assert any("optimizer.lr x2" in m for m in messages)
 
 
-def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp_path, make_space):
+def test_confirmation_retrains_the_best_proposals_with_seeds_beside_the_baseline(tmp_path, make_space):
     # the full paired baseline (every budget x 3 seeds) costs about what the baseline stage did: a larger share
     space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=16,
                        confirm={"top_k": 2, "seeds": 3, "max_share": 0.6, "paired_baseline": "full"})
@@ -119,9 +119,12 @@ def test_confirmation_retrains_the_best_proposals_at_every_budget_with_seeds(tmp
         mine = [t for t in confirm if t.user_attrs["of_trial"] == number]
         same_recipe = [{k: v for k, v in t.params.items() if k != "budget"} for t in [*mine, proposal]]
         assert all(p == same_recipe[-1] for p in same_recipe)
-        # with the proposal itself: every budget x every seed, exactly once
+        # with the proposal itself: two neighbouring budgets, one of them its own, x every seed, exactly once
+        # (tests/engine/test_sequential_confirmation.py: which two)
         runs = Counter((t.params["budget"], st.seed_index(t)) for t in [*mine, proposal])
-        assert runs == Counter({(b, s): 1 for b in space.budgets for s in range(3)})
+        two = {t.params["budget"] for t in mine} | {proposal.params["budget"]}
+        assert proposal.params["budget"] in two and sorted(two) in ([0.25, 0.5], [0.5, 1.0])
+        assert runs == Counter({(b, s): 1 for b in two for s in range(3)})
         assert {t.user_attrs["seed"] for t in mine} <= {space.seed + s for s in range(3)}
     # the compute share the plan allowed itself
     assert loop.confirm.plan.estimated_share <= space.confirm.max_share + 1e-9
