@@ -26,6 +26,10 @@ budget 1):
 - ``fashion_mnist_quick seed 1``: the same with another seed for the trials and the sampler;
 - ``byo``: ``examples/byo/space.yaml`` as shipped, a user's own ConvMixer, loader and method on a tenth of
   Fashion-MNIST, on the same plan (budgets 0.25-1, ``search_budget: 20``, early confirmation and the stop).
+- ``..., before the two-budget first look`` (measured on commit 12016ed, from a worktree of it, each arm right
+  before its pair on this tree): a candidate's first look at every budget (at every budget up to its own for one
+  whose run reached the target); now two budgets, its own and the one below or above (engine/confirm.py
+  ``curve_runs``), and a second look a budget up only where a seed fell short of the target at the top one.
 - ``... with the shipped prior`` (retired: measured, then removed with the lever, commit 3796f32; their rows
   stay): the arm above it with ``warm_start: shipped``, up to 3 confirmed recipes of the example searches on
   *other* data (digits got Fashion-MNIST's, Fashion-MNIST digits') proposed right after the baseline, each arm
