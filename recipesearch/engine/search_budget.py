@@ -14,7 +14,9 @@ The stages are planned inside the cap:
   takes (its curve, ``confirm.seeds`` at every budget at the plan's regression margin, and the paired baseline's
   or its probe: ``confirm_reserve``);
 - the confirmation plans its runs within what is left of the cap (``confirm_allowance``), in place of its
-  ``max_share`` of the compute. ``trials`` still caps the count of runs: whichever comes first ends the proposals.
+  ``max_share`` of the compute, and a second look that does not fit whole takes the undecided candidates in the
+  plan's order while they fit (``ConfirmStage.look_again``). ``trials`` still caps the count of runs: whichever
+  comes first ends the proposals.
 """
 from __future__ import annotations
 

@@ -176,3 +176,42 @@ def test_a_candidate_short_of_the_target_is_confirmed_at_its_budget_and_the_next
     assert {r.params["budget"] for r in curve_runs(mixup, float("nan"), space, found, set())} == {0.25, 0.5}
     assert {r.params["budget"] for r in curve_runs(mixup, float("nan"), space, replace(found, target=float("nan")),
                                                     set())} == {0.25, 0.5, 1.0}
+
+
+def test_a_second_look_the_budget_cannot_hold_whole_takes_the_candidates_in_order_while_they_fit(tmp_path,
+                                                                                                 make_space):
+    """MixUp and cutout both train like ``fake``'s MixUp (seeds that disagree widely on time): every candidate is
+    open at its first look. With room for one candidate's second look, not all, the first candidate of the plan
+    gets it and the others are decided as they stand (before: none got it); with no room, none."""
+    from types import SimpleNamespace
+
+    from recipesearch.engine.confirm_stage import ConfirmStage
+
+    def like_mixup(proposal) -> dict:
+        recipe = proposal.config["recipe"]
+        algos = {"mixup": {}} if recipe["algorithms"] else {}
+        return fake(SimpleNamespace(config={**proposal.config, "recipe": {**recipe, "algorithms": algos}}))
+
+    first_look = {"top_k": 3, "seeds": 3, "max_share": 0.9}
+    space = make_space(metric_split="val", baseline={"seeds": 1}, budgets=[0.5, 1], trials=12, confirm=first_look,
+                       algorithms={"mixup": {}, "cutout": {}}, hparams={})
+    loop, study, _ = open_loop(tmp_path, space)
+    loop.run(InProcess(like_mixup, concurrency=1))  # the first look's runs only: no second look without sequential
+    plan, trials = loop.confirm.plan, study.get_trials()
+    sequential = make_space(metric_split="val", baseline={"seeds": 1}, budgets=[0.5, 1], trials=12,
+                            confirm={**first_look, "sequential": True}, algorithms={"mixup": {}, "cutout": {}},
+                            hparams={})
+    whole = plan_second_look(trials, sequential, plan)
+    assert len(plan.candidates) >= 2 and set(whole.decisions.values()) == {OPEN}
+    cost = {n: sum(r.estimated_seconds for r in whole.runs if r.of_trial == n) for n in plan.candidates}
+    # no room, then room for the first candidate, then for all: each queues the runs the one before did not
+    for allowed, kept in ((0.0, set()), (cost[plan.candidates[0]] + 1e-6, {plan.candidates[0]}),
+                          (whole.estimated_seconds, set(plan.candidates))):
+        messages: list[str] = []
+        stage = ConfirmStage(sequential, study, messages.append)
+        stage.plan = plan
+        assert stage.look_again(trials, allowed) == bool(kept)
+        assert {r.of_trial for r in stage.second_look.runs} == kept
+        assert stage.second_look.decisions == whole.decisions
+        left = set(plan.candidates) - kept
+        assert any(m.startswith("second look: trial(s) ") and "skipped" in m for m in messages) == bool(left)
