@@ -30,6 +30,9 @@ budget 1):
   before its pair on this tree): a candidate's first look at every budget (at every budget up to its own for one
   whose run reached the target); now two budgets, its own and the one below or above (engine/confirm.py
   ``curve_runs``), and a second look a budget up only where a seed fell short of the target at the top one.
+- ``..., before the partial second look`` (commit c3e57ba, from a worktree of it, each arm right before its pair):
+  a second look that the search budget could not hold whole was skipped for every candidate; now the undecided
+  candidates get theirs in the plan's order while they fit (engine/confirm_stage.py ``look_again``).
 - ``... with the shipped prior`` (retired: measured, then removed with the lever, commit 3796f32; their rows
   stay): the arm above it with ``warm_start: shipped``, up to 3 confirmed recipes of the example searches on
   *other* data (digits got Fashion-MNIST's, Fashion-MNIST digits') proposed right after the baseline, each arm
