@@ -23,11 +23,10 @@ confirmation's seeds, interleaved with the candidates' runs, ``interleave``), so
 times measured at the same moment on the same machine; its runs count towards ``max_share``. With
 ``confirm.paired_baseline: probe`` (the default) only one of its runs is planned, first: the probe, at the
 reference budget; ``check_probe`` queues the rest once the probe's time says the machine's speed moved
-(analysis/paired_baseline.py). A run's
-estimated compute is the candidate's own train_seconds scaled as the
-baseline's mean train_seconds (``Frontier.baseline_points``) scale between the two budgets (short runs
-cost more than their share of epochs: warm-up, per-epoch overhead), or by the budget ratio where the
-baseline did not run at both, times ``REGRESSION_MARGIN``.
+(analysis/paired_baseline.py). A run's estimated compute is the candidate's own train_seconds scaled as the
+baseline's mean train_seconds (``Frontier.baseline_points``) scale between the two budgets (short runs cost more
+than their share of epochs: warm-up, per-epoch overhead), or by the budget ratio where the baseline did not run at
+both, times ``REGRESSION_MARGIN``.
 
 The plan is a pure function of the finished trials of the earlier stages, which no longer change once
 the proposals are done, so a resumed search plans the same runs, and ``enqueue_missing`` queues only
@@ -207,10 +206,8 @@ def curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: Cand
     """A candidate's first look: ``confirm.seeds`` seeds (but those ``present`` already) at the two budgets where
     its own run says its curve crosses the target: its own budget and the one below for a run that reached the
     target, and the one above for a run that did not (every budget while there is no target). The headline is
-    the time to the target, which runs far below or past the crossing do not move; the second look goes a budget
-    further where a seed fell short (``plan_second_look``). Digits seed 1 (benchmarks §13): a candidate short at
-    its own budget 0.25 was trained at every budget, and its budget-1 runs, past where all its seeds reached the
-    target at 0.5, were a sixth of the search."""
+    the time to the target, which runs far below or past the crossing do not move (benchmarks §13: 5 runs a
+    candidate, not 8); the second look goes a budget further where a seed fell short (``plan_second_look``)."""
     params = st.trial_params(t)
     own_budget, own_seconds = float(params["budget"]), float(t.user_attrs.get("train_seconds") or 0.0)
     budgets = sorted(float(b) for b in space.budgets)
@@ -246,8 +243,8 @@ def probes(space: SearchSpace) -> bool:
 
 
 def _paired_baseline(found: Candidates, space: SearchSpace) -> list[ConfirmRun]:
-    """The baseline again, beside the candidates: at every budget (the candidates' curves span them all), with
-    the confirmation's seeds, on the params of the baseline stage's run there (its LR as the sweep chose)."""
+    """The baseline again, beside the candidates: its curve (the target's and every candidate's reference) at every
+    budget, with the confirmation's seeds, on the params of the baseline stage's run there (the sweep's LR)."""
     out = []
     for budget in space.budgets:
         t = found.baseline.get(float(budget))
@@ -302,11 +299,8 @@ def check_probe(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Confirm
 @dataclass(frozen=True)
 class SecondLook:
     """``confirm.sequential``: each candidate's first-look decision (analysis/sequential.py) and the runs of the
-    second look for the undecided ones: one more seed at each budget of its curve, or, for a curve with a seed short
-    of the target at its top budget, the next budget with the confirmation's seeds (a mean barely past the target
-    leaves too many bootstrap replicates short of it: the digits demo's best curve, 2.69x [1.18-4.72], 29 % of
-    them); past the space's largest budget, the budget one step further (``past_largest``), the only run that is
-    not one of the space's budgets. The baseline keeps its seeds: the first look's curve."""
+    second look for the undecided ones (``plan_second_look``). The baseline keeps its seeds: the first look's
+    curve."""
 
     decisions: dict[int, str] = field(default_factory=dict)  # candidate trial number -> confirmed/futile/open
     runs: tuple[ConfirmRun, ...] = ()
@@ -325,7 +319,10 @@ class SecondLook:
 
 def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> SecondLook:
     """The first look at the confirmed candidates, on their first ``confirm.seeds`` seeds (those of the plan, so a
-    resumed search decides the same), and the runs of the second (module docstring of analysis/sequential.py)."""
+    resumed search decides the same), and the runs of the second: one more seed at each budget of its curve, or,
+    for a curve with a seed short of the target at its top budget, the next budget with the confirmation's seeds
+    (a mean barely past the target leaves too many bootstrap replicates short of it: the digits demo's best curve,
+    2.69x [1.18-4.72], 29 % of them); past the space's largest, one step further (``past_largest``)."""
     from recipesearch.analysis.frontier import frontier
     from recipesearch.analysis.recipe_curves import curve_of
     from recipesearch.analysis.sequential import OPEN, look
