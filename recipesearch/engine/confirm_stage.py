@@ -209,9 +209,12 @@ class ConfirmStage:
             # open candidates whose second looks together did not fit; each alone did), the rest decided as they
             # stand
             kept: set[int] = set()
+            spent = 0.0
             for number in self.plan.candidates:
-                cost = sum(r.estimated_seconds for r in look.runs if r.of_trial in {*kept, number})
-                kept |= {number} if cost <= allowed else set()
+                cost = sum(r.estimated_seconds for r in look.runs if r.of_trial == number)
+                if spent + cost <= allowed:
+                    kept.add(number)
+                    spent += cost
             left = sorted({r.of_trial for r in look.runs} - kept)
             self.second_look = look = SecondLook(look.decisions, tuple(r for r in look.runs if r.of_trial in kept))
             self.on_message(f"second look: trial(s) {', '.join(map(str, left))} skipped, the search budget has "

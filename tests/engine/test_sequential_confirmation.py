@@ -193,14 +193,12 @@ def test_a_second_look_the_budget_cannot_hold_whole_takes_the_candidates_in_orde
         return fake(SimpleNamespace(config={**proposal.config, "recipe": {**recipe, "algorithms": algos}}))
 
     first_look = {"top_k": 3, "seeds": 3, "max_share": 0.9}
-    space = make_space(metric_split="val", baseline={"seeds": 1}, budgets=[0.5, 1], trials=12, confirm=first_look,
-                       algorithms={"mixup": {}, "cutout": {}}, hparams={})
-    loop, study, _ = open_loop(tmp_path, space)
+    common = {"metric_split": "val", "baseline": {"seeds": 1}, "budgets": [0.5, 1], "trials": 12,
+              "algorithms": {"mixup": {}, "cutout": {}}, "hparams": {}}
+    loop, study, _ = open_loop(tmp_path, make_space(**common, confirm=first_look))
     loop.run(InProcess(like_mixup, concurrency=1))  # the first look's runs only: no second look without sequential
     plan, trials = loop.confirm.plan, study.get_trials()
-    sequential = make_space(metric_split="val", baseline={"seeds": 1}, budgets=[0.5, 1], trials=12,
-                            confirm={**first_look, "sequential": True}, algorithms={"mixup": {}, "cutout": {}},
-                            hparams={})
+    sequential = make_space(**common, confirm={**first_look, "sequential": True})
     whole = plan_second_look(trials, sequential, plan)
     assert len(plan.candidates) >= 2 and set(whole.decisions.values()) == {OPEN}
     cost = {n: sum(r.estimated_seconds for r in whole.runs if r.of_trial == n) for n in plan.candidates}
