@@ -109,6 +109,9 @@ class Candidates:
     baseline: dict[float, FrozenTrial]  # budget -> the first completed baseline run there (its params are paired)
     keys: dict[int, str] = field(default_factory=dict)  # trial number -> recipe_key, every earlier run
     target: float = float("nan")  # the headline's accuracy (NaN: none yet)
+    # trial number -> its run's speedup at its own accuracy, for the runs short of the target but in the last
+    # step of the baseline's curve below it (``confirm.early`` takes them too: ``plan_early``)
+    ahead: dict[int, float] = field(default_factory=dict)
 
 
 def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candidates:
@@ -128,6 +131,9 @@ def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candi
                                   to_target / rows["train_seconds"].to_numpy(dtype=float), np.nan)
     rows = rows.sort_values(["_at_target", "_speedup", fr.metric, "number"], ascending=[False, False, False, True],
                             na_position="last")
+    below = fr.baseline_curve.accuracies[fr.baseline_curve.accuracies < target] if np.isfinite(target) else []
+    near = rows[rows["_at_target"].isna() & (rows[fr.metric] >= max(below, default=np.inf))]
+    ahead = {int(n): float(v) for n, v in zip(near["number"], near["_speedup"], strict=True) if np.isfinite(v)}
     by_number = {t.number: t for t in earlier}
     base = fr.baseline_points
     scale = {float(b): float(s) for b, s in zip(base["budget"], base["train_seconds"], strict=True)} if len(base) \
@@ -144,7 +150,7 @@ def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candi
     ordered = zip(rows["number"], rows["recipe_key"], rows["_at_target"], strict=True)
     keys = {int(n): str(k) for n, k in zip(fr.trials["number"], fr.trials["recipe_key"], strict=True)}
     return Candidates([(by_number[int(n)], str(k), float(r)) for n, k, r in ordered], seconds, scale, baseline,
-                      keys, float(target))
+                      keys, float(target), ahead)
 
 
 def _estimate(own_seconds: float, own_budget: float, budget: float, scale: dict[float, float]) -> float:
