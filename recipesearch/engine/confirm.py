@@ -184,7 +184,8 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     spent = sum(r.estimated_seconds for r in paired)  # due as soon as one candidate is taken
     # the candidates begun early first, on the front or not by now (their runs reached the target: ``plan_early``)
     by_number = {t.number: t for t in trials}
-    ordered = [(by_number[n], found.keys.get(n, str(n)), 1.0) for n in sorted(begun) if n in by_number]
+    ordered = [(by_number[n], found.keys.get(n, str(n)), _reached(by_number[n], found.target, space))
+               for n in sorted(begun) if n in by_number]
     for t, key, at_target in ordered + [c for c in found.ordered if c[0].number not in begun]:
         if key in seen:
             continue  # the same recipe at another budget: confirmed once
@@ -205,6 +206,13 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     rest = tuple(interleave([r for r in full if r not in paired], space.budgets))
     return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(paired + interleave(runs, space.budgets)),  # probe first
                        found.search_seconds, spent, allowed, rest)
+
+
+def _reached(t: FrozenTrial, target: float, space: SearchSpace) -> float:
+    """For a candidate begun early: 1.0 when its run reached the target (``curve_runs``: it crosses below its
+    budget), NaN when it was taken for running ahead of the baseline short of it (it crosses above)."""
+    accuracy = st.objective_accuracy(t.user_attrs, space)
+    return 1.0 if accuracy is not None and accuracy >= target else float("nan")
 
 
 def curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: Candidates,
