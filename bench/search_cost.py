@@ -33,6 +33,12 @@ budget 1):
 - ``..., before the partial second look`` (commit c3e57ba, from a worktree of it, each arm right before its pair):
   a second look that the search budget could not hold whole was skipped for every candidate; now the undecided
   candidates get theirs in the plan's order while they fit (engine/confirm_stage.py ``look_again``).
+- *The early look ahead of the baseline* (retired, no rows: measured, then reverted; commits 8d484e7 and be583bf
+  have it): ``confirm.early`` also began a proposal short of the target that ran 1.5x ahead of the baseline's
+  curve in its last step below it. Side by side with commit 2e999f6 it won where such a run was the best there was
+  (digits seed 1: none in 29.6 -> 13.1) and lost where it went in ahead of a run that reached the target
+  moments later (Fashion-MNIST quick seed 0: 8.5 -> 10.7, and 9.2 -> 11.3 when taken only while no candidate was
+  begun: its runs were queued first); see the note.
 - ``... with the shipped prior`` (retired: measured, then removed with the lever, commit 3796f32; their rows
   stay): the arm above it with ``warm_start: shipped``, up to 3 confirmed recipes of the example searches on
   *other* data (digits got Fashion-MNIST's, Fashion-MNIST digits') proposed right after the baseline, each arm

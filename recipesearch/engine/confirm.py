@@ -109,9 +109,6 @@ class Candidates:
     baseline: dict[float, FrozenTrial]  # budget -> the first completed baseline run there (its params are paired)
     keys: dict[int, str] = field(default_factory=dict)  # trial number -> recipe_key, every earlier run
     target: float = float("nan")  # the headline's accuracy (NaN: none yet)
-    # trial number -> its run's speedup at its own accuracy, for the runs short of the target but in the last
-    # step of the baseline's curve below it (``confirm.early`` takes them too: ``plan_early``)
-    ahead: dict[int, float] = field(default_factory=dict)
 
 
 def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candidates:
@@ -131,9 +128,6 @@ def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candi
                                   to_target / rows["train_seconds"].to_numpy(dtype=float), np.nan)
     rows = rows.sort_values(["_at_target", "_speedup", fr.metric, "number"], ascending=[False, False, False, True],
                             na_position="last")
-    below = fr.baseline_curve.accuracies[fr.baseline_curve.accuracies < target] if np.isfinite(target) else []
-    near = rows[rows["_at_target"].isna() & (rows[fr.metric] >= max(below, default=np.inf))]
-    ahead = {int(n): float(v) for n, v in zip(near["number"], near["_speedup"], strict=True) if np.isfinite(v)}
     by_number = {t.number: t for t in earlier}
     base = fr.baseline_points
     scale = {float(b): float(s) for b, s in zip(base["budget"], base["train_seconds"], strict=True)} if len(base) \
@@ -150,7 +144,7 @@ def front_candidates(trials: Sequence[FrozenTrial], space: SearchSpace) -> Candi
     ordered = zip(rows["number"], rows["recipe_key"], rows["_at_target"], strict=True)
     keys = {int(n): str(k) for n, k in zip(fr.trials["number"], fr.trials["recipe_key"], strict=True)}
     return Candidates([(by_number[int(n)], str(k), float(r)) for n, k, r in ordered], seconds, scale, baseline,
-                      keys, float(target), ahead)
+                      keys, float(target))
 
 
 def _estimate(own_seconds: float, own_budget: float, budget: float, scale: dict[float, float]) -> float:
@@ -184,8 +178,7 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     spent = sum(r.estimated_seconds for r in paired)  # due as soon as one candidate is taken
     # the candidates begun early first, on the front or not by now (their runs reached the target: ``plan_early``)
     by_number = {t.number: t for t in trials}
-    ordered = [(by_number[n], found.keys.get(n, str(n)), _reached(by_number[n], found.target, space))
-               for n in sorted(begun) if n in by_number]
+    ordered = [(by_number[n], found.keys.get(n, str(n)), 1.0) for n in sorted(begun) if n in by_number]
     for t, key, at_target in ordered + [c for c in found.ordered if c[0].number not in begun]:
         if key in seen:
             continue  # the same recipe at another budget: confirmed once
@@ -206,13 +199,6 @@ def plan_confirmation(trials: Sequence[FrozenTrial], space: SearchSpace, allowed
     rest = tuple(interleave([r for r in full if r not in paired], space.budgets))
     return ConfirmPlan(tuple(chosen), tuple(skipped), tuple(paired + interleave(runs, space.budgets)),  # probe first
                        found.search_seconds, spent, allowed, rest)
-
-
-def _reached(t: FrozenTrial, target: float, space: SearchSpace) -> float:
-    """For a candidate begun early: 1.0 when its run reached the target (``curve_runs``: it crosses below its
-    budget), NaN when it was taken for running ahead of the baseline short of it (it crosses above)."""
-    accuracy = st.objective_accuracy(t.user_attrs, space)
-    return 1.0 if accuracy is not None and accuracy >= target else float("nan")
 
 
 def curve_runs(t: FrozenTrial, at_target: float, space: SearchSpace, found: Candidates,

@@ -42,26 +42,22 @@ if TYPE_CHECKING:
 
 def plan_early(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan:
     """``confirm.early``: while the proposals go on, the candidates (module docstring) whose own run reached the
-    target at least ``early`` x faster than the baseline (or, while no candidate is begun, fell short of it but ran
-    ``early`` x ahead of the baseline's curve in its last step below the target: ``Candidates.ahead``), up to
-    ``top_k`` in all, with their
-    curves: a claim that holds is confirmed at a fraction of the search's cost (on Fashion-MNIST quick, the first
-    proposal to reach the target was the 2nd of 40: confirmed at the end of the search, it stood only after 20 of
-    its 25 trainings; on the byo ConvMixer, a budget-0.5 run 2.5x ahead waited for a budget-1 run of its recipe,
-    3 proposals later). Only once the baseline stage finished (the target is its accuracy); resume-safe: the runs
-    queued have the ``early`` attr and are not queued twice (``enqueue_plan``)."""
+    target at least ``early`` x faster than the baseline, up to ``top_k`` in all, with their curves: a claim that
+    holds is confirmed at a fraction of the search's cost (on Fashion-MNIST quick, the first proposal to reach
+    the target was the 2nd of 40: confirmed at the end of the search, it stood only after 20 of its 25 trainings).
+    Only once the baseline stage finished (the target is its accuracy); resume-safe: the runs queued have the
+    ``early`` attr and are not queued twice (``enqueue_plan``)."""
     spec = space.confirm
     if not spec.enabled or spec.early is None or st.count_unfinished(trials, (st.TUNE, st.BASELINE)):
         return ConfirmPlan()
     reference = reference_budget(space.budgets)
     done = [(st.stage_of(t), st.objective_accuracy(t.user_attrs, space), float(st.trial_params(t).get("budget", 0)))
             for t in trials if t.state.name == "COMPLETE"]
-    below = max((b for b in map(float, space.budgets) if b < reference), default=reference)
-    base = [a for stage, a, b in done if stage in (st.TUNE, st.BASELINE) and a is not None and b == below]
+    base = [a for stage, a, b in done if stage in (st.TUNE, st.BASELINE) and a is not None and b == reference]
     # a cheap necessary condition before the frontier: a proposal at least as accurate as the worst baseline-stage
-    # run at the budget below the reference (the last step of the baseline's curve below the target starts at their
-    # seed mean there, or higher), or as a numeric target
-    floor = min(base + ([] if isinstance(space.target, str) else [space.target]), default=float("inf"))
+    # run at the reference budget (the target, their seed mean there or the best budget's, is no lower), or as a
+    # numeric target
+    floor = space.target if not isinstance(space.target, str) else min(base, default=float("inf"))
     if not any(stage == st.SEARCH and a is not None and a >= floor for stage, a, _ in done):
         return ConfirmPlan()
     found = front_candidates(trials, space)
@@ -69,13 +65,10 @@ def plan_early(trials: Sequence[FrozenTrial], space: SearchSpace) -> ConfirmPlan
     present = st.present_runs(trials, EARLIER_STAGES)
     seen = {key for t, key, _ in found.ordered if t.number in begun}
     chosen, runs = [], []
-    for t, key, at_target in found.ordered:  # those that reached the target first, the fastest first
-        if len(begun) + len(chosen) >= spec.top_k:
-            break
-        # a run ahead of the baseline short of the target only when no candidate is begun or taken: a run that
-        # reached it is the surer claim, and one beside it delays that claim (Fashion-MNIST quick, §13: 8.5 -> 10.7)
-        ahead = not begun and not chosen and found.ahead.get(t.number, 0.0) >= spec.early
-        if key not in seen and (at_target >= spec.early or ahead):
+    for t, key, at_target in found.ordered:
+        if len(begun) + len(chosen) >= spec.top_k or not at_target >= spec.early:
+            break  # the candidates that reached the target come first, the fastest first
+        if key not in seen:
             seen.add(key)
             chosen.append(t.number)
             runs += curve_runs(t, at_target, space, found, present)
@@ -129,9 +122,8 @@ class ConfirmStage:
         early = plan_early(trials, self.space)
         if not enqueue_plan(self.study, early, early=EARLY_CURVE):
             return False
-        self.on_message(f"confirmation at once: trial(s) {', '.join(map(str, early.candidates))} reached the target, "
-                        f"or ran ahead of the baseline's curve just below it, at least x{self.space.confirm.early:g} "
-                        f"faster than the baseline in one run; "
+        self.on_message(f"confirmation at once: trial(s) {', '.join(map(str, early.candidates))} reached the target "
+                        f"at least x{self.space.confirm.early:g} faster than the baseline in one run; "
                         f"{len(early.runs)} runs of their curves queued")
         return True
 

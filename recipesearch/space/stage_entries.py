@@ -40,9 +40,8 @@ class ConfirmEntry(Section):
     re-runs one baseline run beside the candidates, as a check of the machine's speed, and re-runs the whole
     baseline only when that run's time moved (analysis/paired_baseline.py); ``full`` always re-runs it all, as
     does ``probe`` when ``baseline.seeds`` is 1 (no claim can be measured against one seed). ``early`` (1.5): a
-    proposal whose own run reached the target at least this many times faster than the baseline (or ran this far
-    ahead of its curve just below the target) is confirmed at once, while the proposals go on (``null``: only
-    after them; engine/confirm_stage.py ``plan_early``).
+    proposal whose own run reached the target at least this many times faster than the baseline is confirmed at
+    once, while the proposals go on (``null``: only after them; engine/confirm_stage.py ``plan_early``).
     ``stop_at_claim``: the search ends as soon as such a claim stands at the target (no more proposals, no other
     candidate): the cheapest confirmed recipe rather than the best one.
     """

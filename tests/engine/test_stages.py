@@ -97,7 +97,7 @@ def test_the_lr_sweep_runs_first_and_the_baseline_takes_its_best_lr(tmp_path, ma
 def test_confirmation_retrains_the_best_proposals_with_seeds_beside_the_baseline(tmp_path, make_space):
     # the full paired baseline (every budget x 3 seeds) costs about what the baseline stage did: a larger share
     space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=16,
-                       confirm={"early": None, "top_k": 2, "seeds": 3, "max_share": 0.6, "paired_baseline": "full"})
+                       confirm={"top_k": 2, "seeds": 3, "max_share": 0.6, "paired_baseline": "full"})
     loop, study, messages = open_loop(tmp_path, space)
     loop.run(InProcess(fake_result, concurrency=2))
     earlier = [t for t in study.get_trials() if st.stage_of(t) != st.CONFIRM]
@@ -152,8 +152,8 @@ def slower_after(stage: str, factor: float):
 def test_the_probe_rechecks_the_machine_and_reruns_the_baseline_only_when_it_moved(tmp_path, make_space, factor):
     # a search budget ends the proposals, as in the demo: the confirmation's runs are then asked for while trials
     # are still short of ``trials``
-    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=40, search_budget=14,
-                       confirm={"early": None, "top_k": 2, "seeds": 3, "max_share": 0.6})
+    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 2, "seeds": 3, "max_share": 0.6},
+                       budgets=[0.25, 0.5, 1], trials=40, search_budget=14)
     loop, study, messages = open_loop(tmp_path, space)
     loop.budget = SearchBudget(space, trainings=14)
     objective, decided = slower_after(st.CONFIRM, factor), []
@@ -248,67 +248,6 @@ def test_a_proposal_that_reaches_the_target_fast_is_confirmed_while_the_proposal
     assert st.count_finished(runs_of(study), [st.TUNE, st.BASELINE, st.SEARCH]) == 16
 
 
-def ahead_with_cutout(proposal) -> dict:
-    """``fake_result`` with cutout 0.03 more accurate in half the time: short of the target (0.89) at budget 0.5 (0.87
-    in 1 s), but 3x ahead of the baseline's curve, which reaches 0.87 between budgets 0.5 and 1 in 3 s."""
-    out = fake_result(proposal)
-    if "cutout" in proposal.config["recipe"]["algorithms"]:
-        out = {**out, "val_accuracy": out["val_accuracy"] + 0.03, "train_seconds": out["train_seconds"] / 2}
-    return out
-
-
-@pytest.mark.parametrize("budget", [0.5, 0.25])
-def test_a_proposal_short_of_the_target_but_ahead_of_the_baseline_just_below_it_is_confirmed_at_once(
-        tmp_path, make_space, budget):
-    """At budget 0.5 the cutout proposal falls short of the target but runs 3x ahead of the baseline's last step below
-    it: its curve at 0.5 and 1 is queued at once (before, only a run that reached the target was: the byo ConvMixer's
-    budget-0.5 run 2.5x ahead waited for a budget-1 run of its recipe). At budget 0.25 it is 3x ahead too, but lower
-    on the baseline's curve than its step below the target (0.82 against 0.84 at budget 0.5): nothing is queued."""
-    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=12,
-                       confirm={"top_k": 2, "seeds": 3, "max_share": 0.9}, algorithms={"cutout": {}})
-    loop, study, _ = open_loop(tmp_path, space)
-    queueing.enqueue(study, space.complete({"budget": budget, "alg.cutout": True}))
-
-    loop.run(InProcess(ahead_with_cutout, concurrency=1))
-    cutout = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.cutout"] and t.params["budget"] == budget)
-    mine = [t for t in runs_of(study, st.CONFIRM) if t.user_attrs["of_trial"] == cutout.number]
-    if budget == 0.25:
-        assert not [t for t in mine if t.user_attrs.get("early")]
-        return
-    # its own budget and the one above, where it crosses; the plan after the proposals adds none below (it did,
-    # when a candidate begun early was taken to have reached the target)
-    assert Counter((t.params["budget"], st.seed_index(t)) for t in [*mine, cutout]) == Counter(
-        {(b, s): 1 for b in (0.5, 1) for s in range(3)})
-    assert all(t.user_attrs.get("early") for t in mine)
-    assert max(t.number for t in mine) < max(t.number for t in runs_of(study, st.SEARCH))  # proposals went on
-
-
-def test_a_proposal_ahead_of_the_baseline_is_not_confirmed_at_once_beside_one_that_reached_the_target(
-        tmp_path, make_space):
-    """Cutout at budget 0.5 reaches the target 2x faster and is confirmed at once; label smoothing, after it, runs 3x
-    ahead of the baseline short of the target: it waits for the plan after the proposals (beside the surer claim, its
-    runs delayed it: Fashion-MNIST quick, benchmarks §13)."""
-    def result(proposal) -> dict:
-        out = with_cutout(proposal)
-        if "label_smoothing" in proposal.config["recipe"]["algorithms"]:
-            out = {**out, "val_accuracy": out["val_accuracy"] + 0.01, "train_seconds": out["train_seconds"] / 2.5}
-        return out
-
-    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=11,
-                       confirm={"top_k": 2, "seeds": 3, "max_share": 0.9},
-                       algorithms={"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}, "cutout": {}})
-    loop, study, _ = open_loop(tmp_path, space)
-    for partial in ({"budget": 0.5, "alg.cutout": True, "alg.label_smoothing": False},
-                    {"budget": 0.5, "alg.cutout": False, "alg.label_smoothing": True}):
-        queueing.enqueue(study, space.complete(partial))
-
-    loop.run(InProcess(result, concurrency=1))
-    cutout, smoothing = runs_of(study, st.SEARCH)
-    assert smoothing.params["alg.label_smoothing"] and smoothing.user_attrs["val_accuracy"] < 0.89  # short of it
-    early = {t.user_attrs["of_trial"] for t in runs_of(study, st.CONFIRM) if t.user_attrs.get("early")}
-    assert early == {cutout.number}
-
-
 def test_with_stop_at_claim_the_search_ends_once_an_early_claim_stands(tmp_path, make_space):
     from recipesearch.analysis.frontier import frontier
 
@@ -338,7 +277,7 @@ def test_a_claim_pending_when_the_proposals_end_is_waited_for_before_the_plan(tm
 
 
 def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
-    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"early": None, "top_k": 5, "max_share": 0.1},
+    space = make_space(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 5, "max_share": 0.1},
                        budgets=[0.25, 0.5, 1], trials=16)
     loop, study, _ = open_loop(tmp_path, space)
     loop.run(InProcess(fake_result, concurrency=2))
@@ -350,8 +289,8 @@ def test_the_plan_respects_the_compute_share_and_top_k(tmp_path, make_space):
 
 
 def test_a_killed_driver_during_confirmation_resumes_without_losing_or_repeating_runs(tmp_path, make_space):
-    space = make_space(metric_split="val", baseline={"seeds": 2}, budgets=[0.25, 0.5, 1], trials=12,
-                       confirm={"early": None, "top_k": 2, "seeds": 2, "max_share": 0.6})
+    space = make_space(metric_split="val", baseline={"seeds": 2}, confirm={"top_k": 2, "seeds": 2, "max_share": 0.6},
+                       budgets=[0.25, 0.5, 1], trials=12)
     loop, study, _ = open_loop(tmp_path, space)
     with pytest.raises(KeyboardInterrupt):
         loop.run(killed_midway(st.CONFIRM, after=2)(fake_result))
