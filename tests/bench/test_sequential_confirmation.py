@@ -23,13 +23,21 @@ def test_a_much_faster_candidate_is_confirmed_at_the_first_look_and_a_null_one_i
     assert not confirmed and seeds == 3
 
 
+def test_as_searched_confirms_a_much_faster_candidate_on_its_two_budgets_and_not_a_null_one():
+    t = table()
+    # open on 3 seeds (Student-t wide), every seed past the target at budget 1: a 4th seed, which confirms it
+    assert sc.as_searched(t, [0, 1, 2], [3, 4, 5, 6], factor=3.0) == (True, 4)
+    confirmed, seeds = sc.as_searched(t, [0, 1, 2], [3, 4, 5, 6], factor=1.0)
+    assert not confirmed and seeds in (3, 4)
+
+
 def test_simulate_and_render():
     result = {"table": "t.csv", "table_runs": 40, "table_seeds": 10,
               "rows": sc.simulate(table(), draws=2)}
     assert len(result["rows"]) == len(sc.FACTORS) * len(sc.RULES)
     for row in result["rows"]:
         assert 0 <= row["confirmed"] <= 2 and row["rate_ci"][0] <= row["rate"] <= row["rate_ci"][1]
-        first, last = sc.RULES[row["rule"]]
+        first, last = sc.RULES[row["rule"]] or (3, 4)
         assert first <= row["mean_seeds"] <= last
     text = sc.render(result)
     assert "| null (the baseline) | fixed 3 |" in text and "**Goal**" in text
