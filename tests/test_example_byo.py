@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -74,6 +75,21 @@ def test_the_small_space_searches_on_ray_with_the_package_beside_it(tmp_path, sh
     for row in user_code:
         assert re.fullmatch(r"[0-9a-f]{16,64}", row["sha256"] or ""), row
         assert Path(row["file"]).parent == EXAMPLE / "atelier"
+
+
+def test_a_space_in_another_folder_finds_the_package_beside_its_base_recipe(tmp_path):
+    """The space's methods are checked as the file is read, before its base recipe is: a space kept away from the
+    package (here in tmp_path, its base ``examples/byo/recipe.yaml``) must find it beside that recipe too."""
+    import yaml
+
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump({"name": "away", "base": str(EXAMPLE / "recipe.yaml"), "budgets": [0.5, 1],
+                                     "algorithms": {ERASING: {}}}))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import sys; from recipesearch.space import load_space; print(sorted(load_space(sys.argv[1]).algorithms))"
+    r = subprocess.run([sys.executable, "-c", code, str(space)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and ERASING in r.stdout, r.stderr[-2000:]
 
 
 # ---- (b) the datasets ------------------------------------------------------------------------------------------

@@ -57,6 +57,8 @@ def space_from_dict(
     where = Located(source, lines)
     if not isinstance(data, dict):
         raise where.error("", "a search space must be a YAML mapping")
+    if isinstance(data.get("base"), str):  # the file's import paths are checked below: code beside the base recipe
+        add_search_dir((Path(base_dir or ".") / Path(data["base"]).expanduser()).parent)  # imports from here on
     try:
         file = SpaceFile.model_validate(data)
     except ValidationError as exc:
