@@ -235,6 +235,8 @@ def test_val_split_with_val_fraction() -> None:
     ("confirm: {seeds: 1}", "confirm.seeds", "2"),
     ("confirm: maybe", "confirm", "mapping"),
     ("baseline: {seeds: 20}", "trials", "at least 80"),
+    ("baseline: {seeds_elsewhere: 0}", "baseline.seeds_elsewhere", ">= 1"),
+    ("target: 0.9\nbaseline: {seeds_elsewhere: 1}", "baseline.seeds_elsewhere", "needs target: baseline"),
 ])
 def test_baseline_and_confirm_entries_are_checked(entry: str, field: str, words: str) -> None:
     with pytest.raises(ConfigError) as info:

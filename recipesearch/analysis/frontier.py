@@ -45,7 +45,7 @@ from recipesearch.analysis.objective_spec import DIRECTIONS, Objectives, Objecti
 from recipesearch.analysis.paired_baseline import baseline_masks, baseline_shift, covers, shift_warning
 from recipesearch.analysis.pareto import pareto_mask, pareto_mask_by_group
 from recipesearch.analysis.points import SPEEDUP_COLUMNS, distinct_seeds, point_intervals, seed_points, speedup_columns
-from recipesearch.analysis.recipe_curves import recipe_curves
+from recipesearch.analysis.recipe_curves import curve_of, recipe_curves
 from recipesearch.analysis.recipe_keys import BASELINE_KEY, recipe_keys
 from recipesearch.analysis.seeds import DEFAULT_CONFIDENCE
 from recipesearch.analysis.speedup import TradeoffCurve, baseline_envelope
@@ -255,7 +255,10 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
         elif len(curve.times) < 2:
             warnings.append("the baseline curve has one point: speedups are only bounds "
                             "(train the baseline at more budgets)")
-    for col, values in point_intervals(points, completed, baseline, metric, confidence).items():
+    # intervals and claims against the baseline's budgets with repeated seeds (``baseline.seeds_elsewhere`` leaves
+    # the others at one seed: they draw its curve, and a one-seed point measures no noise)
+    measured = curve_of(baseline)
+    for col, values in point_intervals(points, completed, measured, metric, confidence).items():
         points[col] = values
     points["confirmed"] = points["confirmed"].astype(bool)
 
@@ -272,7 +275,7 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
     front = points[points["on_front"]].sort_values([TIME, metric, "number"], ascending=[True, False, True])
     front = front.reset_index(drop=True)
     target = resolve_target(getattr(space, "target", BASELINE), base_points, metric)
-    recipes = recipe_curves(completed, baseline, metric, confidence, target.accuracy)
+    recipes = recipe_curves(completed, measured, metric, confidence, target.accuracy)
     headline = choose_headline(points, front, recipes, baseline, curve, metric, target)
     early = shift = early_curve = None
     if paired:

@@ -44,6 +44,31 @@ def reference_budget(budgets: np.ndarray | list[float]) -> float:
     return min(values, key=lambda b: (abs(math.log(b)), b)) if values else float("nan")
 
 
+def target_budgets(budgets: np.ndarray | list[float]) -> tuple[float, ...]:
+    """The budgets the default target is read at: the reference budget and the one below it, between which the
+    baseline's curve crosses its own mean at the reference budget in every bootstrap replicate that reaches it."""
+    values = sorted(float(b) for b in budgets if float(b) > 0)
+    if not values:
+        return ()
+    i = values.index(reference_budget(values))
+    return tuple(values[max(0, i - 1):i + 1])
+
+
+def baseline_seeds(budget: float, budgets: list[float], seeds: int, elsewhere: int | None) -> int:
+    """Runs of the base recipe at ``budget`` (``baseline.seeds`` / ``baseline.seeds_elsewhere``): ``seeds`` at the
+    ``target_budgets``, ``elsewhere`` (None: ``seeds``) at the others, whose runs then only draw the curve."""
+    return seeds if elsewhere is None or float(budget) in target_budgets(budgets) else elsewhere
+
+
+def describe_seeds(budgets: list[float], seeds: int, elsewhere: int | None) -> str:
+    """The baseline's runs in words: '3 seed(s) at budgets 0.25, 0.5, 1', or '3 seed(s) at budgets 0.5, 1 and 1
+    at 0.25'."""
+    on = target_budgets(budgets) if elsewhere is not None and elsewhere != seeds else tuple(sorted(budgets))
+    text = f"{seeds} seed(s) at budgets {', '.join(f'{b:g}' for b in on)}"
+    rest = [f"{b:g}" for b in sorted(budgets) if float(b) not in on]
+    return f"{text} and {elsewhere} at {', '.join(rest)}" if rest else text
+
+
 def resolve_target(spec: str | float, baseline_points: pd.DataFrame, metric: str) -> Target:
     """The target of ``spec`` given the baseline's points (one row per budget: ``budget`` and the seed-mean
     ``metric``)."""

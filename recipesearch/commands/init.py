@@ -165,9 +165,17 @@ def _size(args: argparse.Namespace, epoch_seconds: float, per_trial: float, conc
     return epochs, math.floor(seconds / (epochs * epoch_seconds + per_trial))
 
 
+def _baseline_seeds(budget: float) -> int:
+    """3 seeds at budgets 0.5 and 1, where the target is read; one at 2, which only draws the baseline's curve
+    (``baseline.seeds_elsewhere``: 4 trainings of the baseline saved)."""
+    from recipesearch.analysis.target import baseline_seeds
+
+    return baseline_seeds(budget, list(BUDGETS), 3, 1)
+
+
 def _minimum_trainings() -> float:
-    """Trainings of the baseline at budget 1 that the LR sweep and 3 baseline seeds take at ``BUDGETS``."""
-    return 3 + 3 * sum(BUDGETS)
+    """Trainings of the baseline at budget 1 that the LR sweep and the baseline's seeds take at ``BUDGETS``."""
+    return 3 + sum(_baseline_seeds(b) * b for b in BUDGETS)
 
 
 def _methods(base: dict[str, Any], gpu: bool) -> tuple[list[str], dict[str, str]]:
@@ -221,7 +229,7 @@ def _base_yaml(base: dict[str, Any], args: argparse.Namespace, epoch_seconds: fl
 
 def _space_yaml(base_name: str, fitting: list[str], left_out: dict[str, str], args: argparse.Namespace,
                 epochs: float, trainings: int, epoch_seconds: float, concurrency: int, gpu: bool) -> str:
-    baseline_runs = 3 * len(BUDGETS) + (0 if args.lr else 3)
+    baseline_runs = sum(_baseline_seeds(b) for b in BUDGETS) + (0 if args.lr else 3)
     # proposals: what the budget holds after the baseline and the confirmation's half, at their mean budget
     proposals = max(8, math.floor((trainings * 0.5 - _minimum_trainings()) / (sum(BUDGETS) / len(BUDGETS))))
     lines = [
@@ -239,8 +247,8 @@ def _space_yaml(base_name: str, fitting: list[str], left_out: dict[str, str], ar
               f"{args.hours:g} h in all"),
         _line("sampler: {name: tpe, seed: 0, n_startup_trials: 8}", "multi-objective TPE after 8 random proposals"),
         _line(f"trials: {baseline_runs + proposals}", f"{baseline_runs} baseline runs and up to {proposals} proposals"),
-        _line(f"baseline: {{seeds: 3, tune_lr: {'false' if args.lr else 'true'}}}",
-              "3 seeds a budget" + ("" if args.lr else "; the LR swept first")),
+        _line(f"baseline: {{seeds: 3, seeds_elsewhere: 1, tune_lr: {'false' if args.lr else 'true'}}}",
+              "3 seeds at 0.5 and 1, where the target is read; 1 at 2" + ("" if args.lr else "; the LR swept first")),
         _line("confirm: {top_k: 3, seeds: 3, max_share: 0.5, sequential: true}",
               "the best proposals again with 3 seeds, a 4th while undecided"),
         _line(f"concurrency: {concurrency}", "trials at a time: " + ("one a GPU" if gpu else "one a core")),

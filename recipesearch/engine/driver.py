@@ -88,7 +88,7 @@ class SearchDriver:
         if n < space.baseline_runs:
             sweep = ", after the LR sweep" if space.baseline.tune_lr else ""
             raise UserError(f"--trials must be at least {space.baseline_runs}: the baseline at every budget "
-                            f"({space.baseline.seeds} seed(s) each{sweep})")
+                            f"({space.describe_baseline()}{sweep})")
         return n
 
     def _make_loop(self, storage: optuna.storages.BaseStorage, resuming: bool) -> SearchLoop:
@@ -185,7 +185,7 @@ class SearchDriver:
                                 "killed (they would have taken the cores trials are timed on)")
             elif baselines:
                 what = ("the LR sweep of the base recipe, then the baseline" if space.baseline.tune_lr
-                        else f"the base recipe at {len(space.budgets)} budget(s) x {space.baseline.seeds} seed(s)")
+                        else f"the base recipe, {space.describe_baseline()}")
                 self.ui.message(f"baseline first: {what}")
             self.loop.run(self._executor())
             self._checkpoints().keep_only(queueing.checkpoints_still_needed(self.loop.trials()))

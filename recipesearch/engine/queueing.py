@@ -80,7 +80,8 @@ def tuned_lr(trials: Sequence[FrozenTrial], space: SearchSpace) -> tuple[bool, A
 def ensure_baselines(study: optuna.Study, space: SearchSpace, lr: Any = None) -> int:
     """Enqueue the base recipe (at LR parameter ``lr``; None: the base LR) at every budget and seed index
     that has no baseline trial yet (any state). Returns how many."""
-    runs = [(params, s) for params in space.baselines(lr) for s in range(space.baseline.seeds)]
+    runs = [(params, s) for params in space.baselines(lr)
+            for s in range(space.baseline.seeds_at(params["budget"], space.budgets))]
     # The LR sweep's run at the chosen LR is already the baseline's first seed at that budget.
     return enqueue_missing(study, runs, [TUNE, BASELINE], stage=BASELINE, is_baseline=True)
 

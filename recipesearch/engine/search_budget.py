@@ -57,7 +57,7 @@ def minimum_trainings(space: SearchSpace) -> float:
     budgets = [float(b) for b in space.budgets]
     reference = reference_budget(budgets)
     sweep = len(space.lr_sweep()) * reference
-    return (space.baseline.seeds * sum(budgets) + sweep) / reference
+    return (sum(space.baseline.seeds_at(b, budgets) * b for b in budgets) + sweep) / reference
 
 
 def check_trainings(space: SearchSpace, trainings: float, where: str) -> None:
@@ -65,8 +65,8 @@ def check_trainings(space: SearchSpace, trainings: float, where: str) -> None:
     need = minimum_trainings(space)
     if trainings < need:
         sweep = " and the LR sweep" if space.baseline.tune_lr else ""
-        raise UserError(f"{where}: {trainings:g} trainings cannot even train the baseline ({space.baseline.seeds} "
-                        f"seed(s) at budgets {', '.join(f'{b:g}' for b in space.budgets)}{sweep}: "
+        raise UserError(f"{where}: {trainings:g} trainings cannot even train the baseline ({space.describe_baseline()}"
+                        f"{sweep}: "
                         f"{need:.2f} trainings of the baseline at budget {reference_budget(space.budgets):g}): "
                         f"at least {math.ceil(need)}")
 

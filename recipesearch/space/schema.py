@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from recipesearch.algorithms import get_algorithm
+from recipesearch.analysis.target import baseline_seeds, describe_seeds
 from recipesearch.errors import ConfigError
 from recipesearch.space.messages import field_error, show
 from recipesearch.space.param_entries import ParamEntry
@@ -357,17 +358,23 @@ class SpaceFile(Section):
         if self.simplify.budget is not None and self.simplify.budget not in self.budgets:
             raise field_error(f"{self.simplify.budget:g} is not one of the budgets "
                               f"({', '.join(f'{b:g}' for b in self.budgets)})", at="simplify.budget")
+        if self.baseline.seeds_elsewhere is not None and self.target != "baseline":
+            raise field_error(f"needs target: baseline (the budgets it leaves at one seed are those the target is "
+                              f"not read at); with target {self.target} give every budget baseline.seeds",
+                              at="baseline.seeds_elsewhere")
         if self.trials < self.baseline_runs:
             sweep = " + the LR sweep" if self.baseline.tune_lr else ""
-            raise field_error(f"{self.trials} trials cannot even train the baseline ({self.baseline.seeds} seed(s) at "
-                              f"{len(self.budgets)} budgets{sweep}): at least {self.baseline_runs}",
-                              at="trials")
+            seeds = describe_seeds(self.budgets, self.baseline.seeds, self.baseline.seeds_elsewhere)
+            raise field_error(f"{self.trials} trials cannot even train the baseline ({seeds}{sweep}): "
+                              f"at least {self.baseline_runs}", at="trials")
         return self
 
     @property
     def baseline_runs(self) -> int:
         """Trials the baseline takes before any proposal (LR sweep runs included)."""
-        return self.baseline.seeds * len(self.budgets) + (LR_SWEEP_RUNS if self.baseline.tune_lr else 0)
+        b = self.baseline
+        return sum(baseline_seeds(x, self.budgets, b.seeds, b.seeds_elsewhere) for x in self.budgets) \
+            + (LR_SWEEP_RUNS if b.tune_lr else 0)
 
     @property
     def sampler_seed(self) -> int:

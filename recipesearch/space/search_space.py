@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recipesearch.algorithms.interactions import forbidden_pairs
+from recipesearch.analysis.target import describe_seeds
 from recipesearch.errors import ConfigError
 from recipesearch.recipe import Recipe, recipe_from_dict, set_dotted
 from recipesearch.space.execution import Execution, Resources
@@ -303,7 +304,11 @@ class SearchSpace:
     @property
     def baseline_runs(self) -> int:
         """Trials the baseline takes before any proposal: the LR sweep and every budget x seed."""
-        return len(self.lr_sweep()) + self.baseline.seeds * len(self.budgets)
+        return len(self.lr_sweep()) + sum(self.baseline.seeds_at(b, self.budgets) for b in self.budgets)
+
+    def describe_baseline(self) -> str:
+        """'3 seed(s) at 3 budget(s)', or with ``baseline.seeds_elsewhere`` the budgets of each."""
+        return describe_seeds(self.budgets, self.baseline.seeds, self.baseline.seeds_elsewhere)
 
     def is_baseline(self, params: dict[str, Any]) -> bool:
         budget = params.get("budget")
@@ -385,6 +390,8 @@ class SearchSpace:
             "algorithms": [a.canonical() for a in self.algorithms.values()],
         }
         content["base"].pop("name", None)
+        if self.baseline.seeds_elsewhere is None:  # the hash of a space from before the option stays what it was
+            content["baseline"].pop("seeds_elsewhere")
         if not self.confirm.sequential:  # the hash of a space from before the option stays what it was
             content["confirm"].pop("sequential")
         for key in ("paired_baseline", "early"):  # nor do later options' defaults

@@ -20,10 +20,14 @@ class BaselineEntry(Section):
     interval). ``tune_lr``: first train the base recipe at the budget nearest 1 with its LR and the LR two
     ladder steps down and up (``hparams.optimizer.lr``'s ladder: 0.5x / 2x for ``scale: [0.5, 2]``); the
     baseline then runs at the LR that did best on the selection metric, as the Mosaic posts insist on
-    tuned baselines.
+    tuned baselines. ``seeds_elsewhere`` (default: ``seeds``): runs at the budgets other than the budget nearest 1
+    and the one below it, the two the target (``target: baseline``) is read at; one seed there still draws the
+    baseline's curve for the plot and the sampler, while speedups and claims are measured on the budgets with
+    repeated seeds (``analysis.recipe_curves.curve_of``). It saves what a first claim costs (benchmarks §13).
     """
 
     seeds: int = Field(3, ge=1, le=50)
+    seeds_elsewhere: int | None = Field(None, ge=1, le=50)
     tune_lr: bool = False
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from recipesearch.analysis.target import baseline_seeds
 from recipesearch.space.schema import rungs_problem
 
 
@@ -16,6 +17,10 @@ class BaselineSpec:
 
     seeds: int = 3
     tune_lr: bool = False
+    seeds_elsewhere: int | None = None  # away from the budgets the target is read at (None: ``seeds``)
+
+    def seeds_at(self, budget: float, budgets: list[float]) -> int:
+        return baseline_seeds(budget, budgets, self.seeds, self.seeds_elsewhere)
 
 
 @dataclass(frozen=True)

@@ -144,3 +144,25 @@ def test_a_lone_run_past_a_curve_cut_at_the_target_is_not_part_of_the_curve():
     # single runs at every budget stay a (one-seed) curve, as before
     single = frontier(table(base, runs("fast", {**fast, 1.0: (2.0, 0.95)}, seeds=(0.0,))), VAL).recipes.iloc[0]
     assert single["n_budgets"] == 3 and single["n_seeds"] == 1 and not single["confirmed"]
+
+
+def test_a_one_seed_baseline_budget_draws_the_curve_but_claims_use_the_repeated_ones():
+    """``baseline.seeds_elsewhere: 1``: the baseline at 0.25 on one seed, at 0.5 and 1 on three. The one-seed
+    point stays on the baseline's curve (single-run speedups), but a recipe's curve to the target is measured and
+    confirmed against the repeated budgets, and a point below them has no interval."""
+    base = runs("baseline", {0.5: BASE[0.5], 1.0: BASE[1.0]}, is_baseline=True) \
+        + runs("baseline", {0.25: BASE[0.25]}, seeds=(0.0,), is_baseline=True)
+    fast = runs("fast", {0.25: (0.5, 0.86), 0.5: (1.0, 0.92)})
+    low = runs("low", {0.25: (0.4, 0.82)})
+    f = frontier(table(base, fast, low), VAL)
+    assert len(f.baseline_curve.times) == 3  # every budget draws the curve
+    row = f.recipes.set_index("recipe_key").loc["fast"]
+    assert row["confirmed"] and f.headline.confirmed and f.headline.number == row["number"]
+    assert math.isclose(row["baseline_seconds"], 4.0, rel_tol=0.01)  # the target, read at budget 1
+    point = f.points[f.points["recipe_key"].eq("low")].iloc[0]
+    assert point["speedup_status"] == "interpolated" and point["speedup"] > 1  # against the one-seed point
+    assert math.isnan(point["speedup_ci_low"]) and not point["confirmed"]  # below the repeated budgets: no claim
+    # the sequential rule the search stops on decides it as the report does (analysis/sequential.py)
+    from recipesearch.analysis.sequential import CONFIRMED, look
+
+    assert look(pd.DataFrame(fast), pd.DataFrame(base), 0.90, "val_accuracy") == CONFIRMED

@@ -7,7 +7,15 @@ import math
 import pandas as pd
 import pytest
 
-from recipesearch.analysis.target import Payback, payback, reference_budget, resolve_target
+from recipesearch.analysis.target import (
+    Payback,
+    baseline_seeds,
+    describe_seeds,
+    payback,
+    reference_budget,
+    resolve_target,
+    target_budgets,
+)
 
 POINTS = pd.DataFrame({"budget": [0.25, 0.5, 1.0, 2.0], "val_accuracy": [0.80, 0.85, 0.90, 0.89]})
 
@@ -62,3 +70,14 @@ def test_payback_without_a_confirmed_recipe_or_a_saving():
     slower = Payback(100.0, 4.0, -1.0)
     assert math.isinf(slower.break_even) and slower.text().endswith("so it never pays for itself")
     assert Payback(0.0, 4.0, 1.0).text() == "" and Payback(10.0, float("nan"), 1.0).text() == ""
+
+
+def test_the_target_is_read_at_the_reference_budget_and_the_one_below():
+    assert target_budgets([0.25, 0.5, 1]) == (0.5, 1.0)
+    assert target_budgets([1, 2, 0.25, 0.5]) == (0.5, 1.0)
+    assert target_budgets([2, 3, 4]) == (2.0,)  # nothing below the budget nearest 1
+    assert target_budgets([]) == ()
+    assert [baseline_seeds(b, [0.25, 0.5, 1, 2], 3, 1) for b in (0.25, 0.5, 1, 2)] == [1, 3, 3, 1]
+    assert [baseline_seeds(b, [0.25, 0.5, 1], 3, None) for b in (0.25, 0.5, 1)] == [3, 3, 3]
+    assert describe_seeds([0.25, 0.5, 1], 3, None) == "3 seed(s) at budgets 0.25, 0.5, 1"
+    assert describe_seeds([0.25, 0.5, 1, 2], 3, 1) == "3 seed(s) at budgets 0.5, 1 and 1 at 0.25, 2"

@@ -58,7 +58,8 @@ def test_the_byo_models_space_leaves_out_what_cannot_apply_and_searches_with_no_
     assert {"blurpool", "stochastic_depth"}.isdisjoint(space.algorithms) and "mixup" in space.algorithms
     assert space.base.max_duration == 1 and space.base.optimizer.lr == 0.01 and space.base.model.kwargs["width"] == 16
 
-    # The written space searches as written: 9 baseline runs, then proposals (the budget keeps the confirmation
+    assert space.baseline_runs == 7  # 3 seeds at 0.5 and 1, one at 2
+    # The written space searches as written: 7 baseline runs, then proposals (the budget keeps the confirmation
     # of one recipe back: 3 seeds x 3 budgets, beside the baseline), none FAILed; in-process, no report
     run = tmp_path / "run"
     searched = _cli("search", str(space_file), "--out", str(run), "--executor", "inprocess", "--quiet",

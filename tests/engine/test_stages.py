@@ -79,6 +79,16 @@ def test_baseline_runs_every_budget_with_every_seed_first(tmp_path, make_space):
     assert [st.stage_of(t) for t in trials[6:]] == [st.SEARCH] * 3 and st.count_finished(trials) == 9
 
 
+def test_seeds_elsewhere_trains_one_seed_where_the_target_is_not_read(tmp_path, make_space):
+    space = make_space(metric_split="val", baseline={"seeds": 3, "seeds_elsewhere": 1}, budgets=[0.25, 0.5, 1],
+                       trials=9)
+    assert space.baseline_runs == 7
+    loop, study, _ = open_loop(tmp_path, space)
+    loop.run(InProcess(fake_result, concurrency=2))
+    base = [t for t in study.get_trials() if st.stage_of(t) == st.BASELINE]
+    assert Counter(t.params["budget"] for t in base) == {0.25: 1, 0.5: 3, 1.0: 3}
+
+
 def test_the_lr_sweep_runs_first_and_the_baseline_takes_its_best_lr(tmp_path, make_space):
     space = make_space(metric_split="val", baseline={"seeds": 2, "tune_lr": True}, trials=8)
     assert space.baseline_runs == 3 + 4
