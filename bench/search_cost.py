@@ -26,6 +26,9 @@ budget 1):
 - ``fashion_mnist_quick seed 1``: the same with another seed for the trials and the sampler;
 - ``byo``: ``examples/byo/space.yaml`` as shipped, a user's own ConvMixer, loader and method on a tenth of
   Fashion-MNIST, on the same plan (budgets 0.25-1, ``search_budget: 20``, early confirmation and the stop).
+- ``... with 3 baseline seeds at every budget``: the arm before ``baseline.seeds_elsewhere: 1`` (the baseline trains 3
+  seeds at budgets 0.5 and 1, where the target is read and interpolated, and one at 0.25, which only draws its
+  curve: claims are measured on the budgets with repeated seeds), run right before its pair.
 - ``..., before the two-budget first look`` (measured on commit 12016ed, from a worktree of it, each arm right
   before its pair on this tree): a candidate's first look at every budget (at every budget up to its own for one
   whose run reached the target); now two budgets, its own and the one below or above (engine/confirm.py
@@ -82,6 +85,11 @@ ARMS = {"before": BEFORE,
             "space": FM_QUICK, "confirm": {**yaml.safe_load(FM_QUICK.read_text())["confirm"], "early": None,
                                            "stop_at_claim": False}},
         "byo": {"space": BYO}}
+# the arms above before ``baseline.seeds_elsewhere: 1`` (3 seeds at budget 0.25 too), each run right before its pair
+SEEDS_EVERYWHERE = {"baseline": {"seeds": 3, "tune_lr": False}}
+ARMS.update({f"{name} with 3 baseline seeds at every budget": {**ARMS[name], **SEEDS_EVERYWHERE}
+             for name in ("shipped", "shipped seed 1", "shipped seed 2", "fashion_mnist_quick",
+                          "fashion_mnist_quick seed 1", "byo")})
 
 
 def _space(changes: dict[str, Any], folder: Path) -> Path:
