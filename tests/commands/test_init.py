@@ -121,8 +121,9 @@ def test_the_hours_hold_the_epochs_and_each_trials_overhead():
     epochs, trainings = _size(Namespace(hours=1.0, epochs=None), 0.5, 2.0, 2)
     assert epochs == 10 and trainings == int(seconds // (10 * 0.5 + 2.0))  # 5 s of epochs + 2 s beside them
     # fewer epochs where the hours cannot hold SEARCH_SHARE x the baseline's trainings at 10
-    epochs, trainings = _size(Namespace(hours=0.05, epochs=None), 1.0, 2.0, 2)
+    epochs, trainings = _size(Namespace(hours=0.03, epochs=None), 1.0, 2.0, 2)
     floor = SEARCH_SHARE * _minimum_trainings()
-    assert epochs == int((seconds * 0.05 / floor - 2.0) // 1.0) == 6 and trainings >= floor
+    assert _minimum_trainings() == 3 + 3 * 0.5 + 3 * 1 + 2  # the sweep, 3 seeds at 0.5 and 1, one at 2
+    assert epochs == int((seconds * 0.03 / floor - 2.0) // 1.0) == 5 and trainings >= floor
     with pytest.raises(UserError, match="--hours: 0.05 h cannot hold a search at 20 epoch"):
         _size(Namespace(hours=0.05, epochs=20), 1.0, 2.0, 2)
