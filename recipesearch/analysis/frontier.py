@@ -255,10 +255,10 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
         elif len(curve.times) < 2:
             warnings.append("the baseline curve has one point: speedups are only bounds "
                             "(train the baseline at more budgets)")
-    # intervals and claims against the baseline's budgets with repeated seeds (``baseline.seeds_elsewhere`` leaves
-    # the others at one seed: they draw its curve, and a one-seed point measures no noise)
-    measured = curve_of(baseline)
-    for col, values in point_intervals(points, completed, measured, metric, confidence).items():
+    # a point's interval against the baseline's budgets with repeated seeds: ``baseline.seeds_elsewhere`` leaves the
+    # others at one seed, which measures no noise where the point's accuracy is read (recipe curves, at the target,
+    # keep them as anchors: speedup_bootstrap._min_seeds)
+    for col, values in point_intervals(points, completed, curve_of(baseline), metric, confidence).items():
         points[col] = values
     points["confirmed"] = points["confirmed"].astype(bool)
 
@@ -275,7 +275,7 @@ def frontier(trials: pd.DataFrame, space: ObjectiveSpec, confidence: float = DEF
     front = points[points["on_front"]].sort_values([TIME, metric, "number"], ascending=[True, False, True])
     front = front.reset_index(drop=True)
     target = resolve_target(getattr(space, "target", BASELINE), base_points, metric)
-    recipes = recipe_curves(completed, measured, metric, confidence, target.accuracy)
+    recipes = recipe_curves(completed, baseline, metric, confidence, target.accuracy)
     headline = choose_headline(points, front, recipes, baseline, curve, metric, target)
     early = shift = early_curve = None
     if paired:

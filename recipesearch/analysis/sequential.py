@@ -42,6 +42,6 @@ def decide(result: CurveSpeedup) -> str:
 def look(recipe_runs: pd.DataFrame, base_runs: pd.DataFrame, target: float | None, metric: str,
          confidence: float = 0.95) -> str:
     """One look at a candidate: its curve against the baseline's to ``target``, decided as ``recipe_curves``
-    decides it (the same bootstrap, replicates and seed, both curves on their budgets with repeated seeds)."""
-    return decide(bootstrap_curve_speedup(curve_of(recipe_runs), curve_of(base_runs), target, n_boot=N_BOOT,
+    decides it (the same bootstrap, replicates and seed)."""
+    return decide(bootstrap_curve_speedup(curve_of(recipe_runs), base_runs, target, n_boot=N_BOOT,
                                           confidence=confidence, rng=0, acc_col=metric))

@@ -177,3 +177,22 @@ def test_rows_agree_with_curve_speedup_on_random_curves():
             else:
                 assert t == pytest.approx(expected.recipe_time, rel=1e-12)
                 assert (c == _REACHED) == (expected.status == "interpolated")
+
+
+def test_a_one_seed_baseline_budget_is_an_anchor_among_repeated_ones():
+    """``baseline.seeds_elsewhere``: the baseline's one seed at 0.25 below three at 0.5 and 1. Each replicate draws
+    that run, so a replicate whose 0.5 mean beats the target is measured between 0.25 and 0.5 instead of having no
+    speedup; the claim still needs repeated seeds where it is read, so the lone run does not make the baseline a
+    one-seed curve. Alone beside one repeated budget it is a one-seed curve again."""
+    base = pd.DataFrame({"budget": [0.25] + [0.5] * 3 + [1.0] * 3,
+                         "accuracy": [0.80, 0.96, 0.97, 0.98, 0.975, 0.98, 0.985],
+                         "train_seconds": [1.0, 2.0, 2.1, 1.9, 4.0, 4.1, 3.9]})
+    recipe = pd.DataFrame({"budget": [0.25] * 3 + [0.5] * 3, "accuracy": [0.97, 0.975, 0.98, 0.985, 0.99, 0.99],
+                           "train_seconds": [0.9, 1.0, 1.1, 1.8, 2.0, 2.2]})
+    anchored = bootstrap_curve_speedup(recipe, base, target=0.98, n_boot=500, rng=0)
+    bare = bootstrap_curve_speedup(recipe, base[base["budget"] > 0.25], target=0.98, n_boot=500, rng=0)
+    assert anchored.baseline_min_seeds == 3 and bare.baseline_min_seeds == 3
+    assert anchored.baseline_below_fraction == 0 < bare.baseline_below_fraction  # 0.5 beats 0.98 in some replicates
+    assert anchored.n_finite > bare.n_finite
+    lone = bootstrap_curve_speedup(recipe, base[base["budget"] < 1.0], target=0.97, n_boot=50, rng=0)
+    assert lone.baseline_min_seeds == 1 and not confirmed_faster(lone)
