@@ -28,7 +28,7 @@ budget 1):
   Fashion-MNIST, on the same plan (budgets 0.25-1, ``search_budget: 20``, early confirmation and the stop).
 - ``... with 3 baseline seeds at every budget``: the arm before ``baseline.seeds_elsewhere: 1`` (the baseline trains 3
   seeds at budgets 0.5 and 1, where the target is read and interpolated, and one at 0.25, which only draws its
-  curve: claims are measured on the budgets with repeated seeds), run right before its pair.
+  curve and anchors recipe curves' bootstrap), run right before its pair.
 - ``..., before the two-budget first look`` (measured on commit 12016ed, from a worktree of it, each arm right
   before its pair on this tree): a candidate's first look at every budget (at every budget up to its own for one
   whose run reached the target); now two budgets, its own and the one below or above (engine/confirm.py

@@ -21,9 +21,9 @@ RECIPE_COLUMNS = ("recipe_key", "number", "algorithms", "n_budgets", "n_seeds", 
 
 def curve_of(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs of one recipe (or of the baseline) that make its curve: its budgets with repeated seeds when two or
-    more have them, else all. A lone proposal of the recipe at another budget (past a curve cut at the target), or
-    a baseline run at a budget ``baseline.seeds_elsewhere`` leaves at one seed, is not part of a curve trained with
-    seeds: with it, the curve would count as a one-seed curve."""
+    more have them, else all. A lone proposal of the recipe at another budget (past a curve cut at the target) is
+    not part of a curve trained with seeds: with it, the curve would count as a one-seed curve. (The baseline's
+    one-seed runs, ``baseline.seeds_elsewhere``, are left out of a front point's interval this way.)"""
     seeds = runs.groupby("budget").size()
     return runs[runs["budget"].isin(seeds.index[seeds >= 2])] if (seeds >= 2).sum() >= 2 else runs
 

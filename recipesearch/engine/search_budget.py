@@ -65,10 +65,9 @@ def check_trainings(space: SearchSpace, trainings: float, where: str) -> None:
     need = minimum_trainings(space)
     if trainings < need:
         sweep = " and the LR sweep" if space.baseline.tune_lr else ""
-        raise UserError(f"{where}: {trainings:g} trainings cannot even train the baseline ({space.describe_baseline()}"
-                        f"{sweep}: "
-                        f"{need:.2f} trainings of the baseline at budget {reference_budget(space.budgets):g}): "
-                        f"at least {math.ceil(need)}")
+        raise UserError(f"{where}: {trainings:g} trainings cannot even train the baseline "
+                        f"({space.describe_baseline()}{sweep}: {need:.2f} trainings of the baseline at budget "
+                        f"{reference_budget(space.budgets):g}): at least {math.ceil(need)}")
 
 
 def confirm_reserve(space: SearchSpace, trainings: float) -> float:

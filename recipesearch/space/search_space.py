@@ -307,7 +307,7 @@ class SearchSpace:
         return len(self.lr_sweep()) + sum(self.baseline.seeds_at(b, self.budgets) for b in self.budgets)
 
     def describe_baseline(self) -> str:
-        """'3 seed(s) at 3 budget(s)', or with ``baseline.seeds_elsewhere`` the budgets of each."""
+        """The baseline's runs in words (``analysis.target.describe_seeds``)."""
         return describe_seeds(self.budgets, self.baseline.seeds, self.baseline.seeds_elsewhere)
 
     def is_baseline(self, params: dict[str, Any]) -> bool:

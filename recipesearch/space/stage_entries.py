@@ -22,8 +22,9 @@ class BaselineEntry(Section):
     baseline then runs at the LR that did best on the selection metric, as the Mosaic posts insist on
     tuned baselines. ``seeds_elsewhere`` (default: ``seeds``): runs at the budgets other than the budget nearest 1
     and the one below it, the two the target (``target: baseline``) is read at; one seed there still draws the
-    baseline's curve for the plot and the sampler, while speedups and claims are measured on the budgets with
-    repeated seeds (``analysis.recipe_curves.curve_of``). It saves what a first claim costs (benchmarks §13).
+    baseline's curve for the plot and the sampler; a claim needs repeated seeds where it is read (a front point's
+    interval leaves the lone runs out, a recipe curve keeps them as fixed anchors: ``speedup_bootstrap._min_seeds``).
+    It saves what a first claim costs (benchmarks §13).
     """
 
     seeds: int = Field(3, ge=1, le=50)

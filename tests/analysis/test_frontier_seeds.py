@@ -148,8 +148,8 @@ def test_a_lone_run_past_a_curve_cut_at_the_target_is_not_part_of_the_curve():
 
 def test_a_one_seed_baseline_budget_draws_the_curve_but_claims_use_the_repeated_ones():
     """``baseline.seeds_elsewhere: 1``: the baseline at 0.25 on one seed, at 0.5 and 1 on three. The one-seed
-    point stays on the baseline's curve (single-run speedups), but a recipe's curve to the target is measured and
-    confirmed against the repeated budgets, and a point below them has no interval."""
+    point stays on the baseline's curve (single-run speedups) and anchors a recipe's curve to the target, which is
+    confirmed on the repeated seeds, while a point below the repeated budgets has no interval."""
     base = runs("baseline", {0.5: BASE[0.5], 1.0: BASE[1.0]}, is_baseline=True) \
         + runs("baseline", {0.25: BASE[0.25]}, seeds=(0.0,), is_baseline=True)
     fast = runs("fast", {0.25: (0.5, 0.86), 0.5: (1.0, 0.92)})
