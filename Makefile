@@ -9,7 +9,7 @@ RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 # PostgreSQL 15 for the --storage postgresql:// test (a throwaway server in a temp dir).
 APT_PACKAGES := dataset-fashion-mnist chromium postgresql-15
 
-.PHONY: setup system-deps demo test test-fast bench clean-venv
+.PHONY: setup system-deps demo test test-system bench clean-venv
 
 setup: $(STAMP) system-deps
 
@@ -44,7 +44,13 @@ demo: setup
 
 test: setup
 	$(PY) -m ruff check recipesearch bench tests examples tools
-	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20 -m "not system"
+
+# The system tests: whole searches across processes (a two-node Ray cluster, kill -9 and resume, lost workers,
+# data-parallel ranks, PostgreSQL, the wheel in a fresh venv), 30-150 s each, ~13 min on 2 cores. CI runs them
+# after `make test`; run them before a change to the engine, storage or packaging lands.
+test-system: setup
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=10 -m system
 
 # The benchmarks' own extra (Syne Tune, the MO-ASHA peer of §4): only here, never for demo or test.
 bench: setup

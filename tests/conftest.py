@@ -57,13 +57,13 @@ def call_cli(capsys, *args: str) -> tuple[int | str | None, str, str]:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``slow`` (20-100 s: Ray clusters, kill -9 cycles, process groups) run first, in their
-    collection order, the rest after them. pytest-xdist hands tests out in this order, and with ``--dist
-    worksteal`` (the Makefile's) a worker that runs out takes queued tests from the other: the short tests fill
-    in around the long ones instead of one worker finishing a queue of long tests alone at the end (with the
-    default ``--dist load`` one worker once ran 270 tests, slow ones queued on it, 227 s after the other had
-    finished its 1896)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within each part
+    """Tests marked ``slow`` (10-30 s) or ``system`` (30-150 s: Ray clusters, kill -9 cycles, process groups;
+    ``make test-system``) run first, in their collection order, the rest after them. pytest-xdist hands tests
+    out in this order, and with ``--dist worksteal`` (the Makefile's) a worker that runs out takes queued tests
+    from the other: the short tests fill in around the long ones instead of one worker finishing a queue of
+    long tests alone at the end (with the default ``--dist load`` one worker once ran 270 tests, slow ones
+    queued on it, 227 s after the other had finished its 1896)."""
+    items.sort(key=lambda item: not (item.get_closest_marker("slow") or item.get_closest_marker("system")))
 
 
 @pytest.fixture(autouse=True, scope="session")

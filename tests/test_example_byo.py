@@ -44,7 +44,7 @@ def atelier():
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.timeout(300)
 def test_the_small_space_searches_on_ray_with_the_package_beside_it(tmp_path, shared_ray):
     """The README's command, run from another folder and joined to the session's shared Ray (a local Ray's start

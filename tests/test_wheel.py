@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.timeout(400)
 def test_the_wheel_carries_the_shipped_spaces_and_searches_from_an_empty_folder(tmp_path):
     source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info, never into the clone

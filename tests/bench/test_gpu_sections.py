@@ -272,7 +272,7 @@ def test_the_device_command_fits_the_tool_and_keeps_what_a_cut_run_measured():
     assert sum(plan[k] for k in ("setup", *gpu.REQUIRED)) <= budget
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
 def test_the_dry_run_of_every_section_writes_the_keys(tmp_path, monkeypatch, capsys):
     """The dry run end to end, as ``python -m bench.gpu --dry-run --only ... --results FILE`` (its main, in this

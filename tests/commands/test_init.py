@@ -37,7 +37,7 @@ def _check_commented(path: Path) -> None:
         assert line.startswith("#") or " # " in line, f"{path.name}: a line without its comment: {line!r}"
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_the_byo_models_space_leaves_out_what_cannot_apply_and_searches_with_no_failed_trial(tmp_path):
     project = tmp_path / "project"
     shutil.copytree(EXAMPLE / "atelier", project / "atelier")  # the user's package, in the user's folder

@@ -115,7 +115,7 @@ def test_a_bad_checkpoint_minutes_flag_is_exit_2(tmp_path, write_space, capsys):
     assert code == 2 and "--checkpoint-minutes" in err and "Traceback" not in err, err
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_inprocess_kill_9_then_resume_goes_on_from_the_checkpoint(tmp_path, write_space, run_cli, load_run_study):
     """The in-process executor: kill -9 while a trial is held right after its first checkpoint (the hold plugin:
     no race with the trial's end), then --resume: the re-run goes on from that checkpoint (resumed once, every

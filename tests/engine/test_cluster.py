@@ -15,7 +15,7 @@ import pytest
 from tests.engine.conftest import REPO, TINY_BASE
 from tests.engine.resumed_checks import check_resumed, checkpoint_files, checkpointing_space
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.system]
 
 # A user's module beside the space file: nothing on the cluster's nodes has it (they run from the repo, with
 # the installed recipesearch); recipesearch must ship it (engine/shipping.py).

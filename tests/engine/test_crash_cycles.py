@@ -15,7 +15,7 @@ import pytest
 
 from bench.crash_cycles import cycle_search
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.system]
 
 
 def test_a_kill_9_cycle_loses_nothing_and_repeats_nothing(tmp_path, write_space, ray_env):

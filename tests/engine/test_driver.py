@@ -91,6 +91,7 @@ def test_force_never_deletes_another_run_directorys_study(tmp_path, write_space)
     recipesearch.search(path, out=first, storage=storage, executor="inprocess", quiet=True, report=False, force=True)
 
 
+@pytest.mark.system
 def test_two_searches_started_at_once_on_a_new_sqlite_file(tmp_path, write_space):
     """The issue's race: two searches of one space, two run directories, one new --storage file, started
     together. One runs; the other is refused in one line (whichever step it loses: creating the tables,

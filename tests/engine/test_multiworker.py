@@ -123,7 +123,7 @@ def _ray(cpus: int = 4, gpus: int = 0, plugins: list[Path] = ()) -> None:
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_search_of_two_worker_trials_whose_lost_peers_are_retried(tmp_path, write_space, shared_ray_here, capsys,
                                                                      load_run_study, trial_faults):
     """``recipesearch search`` on a Ray of 2 CPUs (the session's shared one), 3 trials of 2 ranks each (one bundle
@@ -192,7 +192,7 @@ def test_a_search_of_two_worker_trials_whose_lost_peers_are_retried(tmp_path, wr
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.system
 def test_each_worker_gets_its_own_gpu_and_rungs_stop_a_two_worker_trial(tmp_path, write_space, ray_env, capsys,
                                                                          load_run_study, trial_faults):
     """One Ray of this test's own (4 CPUs, 4 fake GPUs) for two searches of 2-worker trials (each a test with a

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import call_cli
 from tests.engine.conftest import REPO
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.system]
 
 
 def _snapshot(out):

@@ -186,7 +186,7 @@ def _call(capsys, *args: str) -> tuple[int, str]:
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.system
 def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, shared_ray, capsys):
     """kill -9 of a search on PostgreSQL (joined to the session's shared Ray: Ray ends the killed driver's trial
     workers with its job), then --resume with the same --storage: nothing lost or run twice, and the password is
@@ -239,7 +239,7 @@ def test_search_killed_then_resumed_on_postgres(pg, tmp_path, write_space, share
     assert SECRET not in r.stdout + r.stderr + log.read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_one_search_drives_a_study_at_a_time(pg, tmp_path, write_space, capsys):
     """While a search runs in another process (held still with SIGSTOP, so that it surely still runs), three
     others on its study are refused: a second driver of its run directory (--resume: its run directory's lock
@@ -285,7 +285,7 @@ def test_one_search_drives_a_study_at_a_time(pg, tmp_path, write_space, capsys):
     _no_secret_under(out_a)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_two_searches_racing_to_create_one_study(pg, tmp_path, write_space):
     """Two searches started at the same moment on a new database and a new study: one runs, one is refused.
     (In process, no Ray: what is raced is the storage.)"""

@@ -167,6 +167,7 @@ def test_the_python_api_checks_its_arguments(tmp_path):
     assert not (run / "replication").exists()
 
 
+@pytest.mark.system
 @pytest.mark.ray
 def test_a_replication_runs_on_ray_like_a_search(tmp_path, shared_ray_here):
     # on a Ray it joins (--address), as a search does: the suite's shared one spares a Ray start of its own

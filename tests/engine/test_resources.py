@@ -162,7 +162,7 @@ def _most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.system
 def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, ray_env, capsys, load_run_study,
                                                         trial_faults):
     """Ray with 2 fake GPUs and 4 CPUs: ``gpus: 0.5`` runs 4 trials at once, two per GPU, each on the GPU Ray
@@ -217,7 +217,7 @@ def test_fractional_gpus_pack_trials_and_auto_takes_one(tmp_path, write_space, r
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.system
 def test_auto_takes_no_gpu_on_a_cluster_without_one(tmp_path, write_space, shared_ray_here, capsys, load_run_study):
     """A Ray on this GPU-less machine (the session's shared one): ``resources: auto`` gives no GPU, and the trial
     trains on CPU."""

@@ -80,6 +80,7 @@ def _ray_mark(pid: int) -> str:
     return f"{ray_orphans.OWNER_VAR}={ray_orphans.owner_mark(pid)}\0"
 
 
+@pytest.mark.system
 @pytest.mark.timeout(900)  # three searches, each of them starting a local Ray
 def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space, ray_env, load_run_study):
     """One search on its own local Ray, killed twice with kill -9 and resumed each time:
@@ -208,6 +209,7 @@ def test_kill_9_mid_search_and_in_confirmation_then_resume(tmp_path, write_space
     assert meta["checkpoint_minutes"] == 0.001
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_records_interrupted_trials_and_exits_130(tmp_path, write_space, shared_ray, load_run_study, sig):
     # SIGTERM (timeout, kill, batch schedulers) is handled as Ctrl-C is

@@ -192,6 +192,7 @@ def test_a_real_pruned_run_stops_training_at_its_rung(tmp_path, make_space):
     assert all(t.user_attrs["rung_seconds"] > 0 for t in complete if st.stage_of(t) == st.SEARCH)
 
 
+@pytest.mark.system
 def test_ray_stops_a_pruned_trials_worker(tmp_path, write_space, ray_env, shared_ray, trial_faults):
     """On Ray Tune (the session's shared Ray): the scheduler's STOP ends the trial's training; PRUNED in the
     study and trials.csv; the search finishes its trial count."""
@@ -225,6 +226,7 @@ def test_ray_stops_a_pruned_trials_worker(tmp_path, write_space, ray_env, shared
     assert all([r[0] for r in json.loads(rungs)] == [0.25, 0.5] for rungs in searched["rungs"])
 
 
+@pytest.mark.system
 def test_kill_mid_rung_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path, write_space, trial_faults, capsys):
     """kill -9 while a trial sits in a rung report, then --resume: each run finishes exactly once."""
     path = write_space(scheduler=MOASHA, trials=10, hparams=WIDE_LR, sampler={"name": "random", "seed": 4},

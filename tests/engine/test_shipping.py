@@ -178,7 +178,7 @@ recipesearch.search(sys.argv[1], out=sys.argv[2], address=sys.argv[3], quiet=Tru
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_model_registered_in_a_script_trains_on_ray(tmp_path, write_space, shared_ray):
     # Before: every Ray trial failed "model.name: unknown model 'script_mlp'" (the driver alone had it).
     script = tmp_path / "script.py"

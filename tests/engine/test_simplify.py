@@ -90,6 +90,7 @@ def paired(t) -> bool:
     return st.stage_of(t) == st.CONFIRM and bool(t.user_attrs.get("is_baseline"))
 
 
+@pytest.mark.system
 def test_a_killed_driver_during_the_stage_resumes_without_losing_or_repeating_runs(tmp_path, make_space):
     space = _space(make_space)
     loop, study, _ = open_loop(tmp_path, space)

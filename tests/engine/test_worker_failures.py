@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import call_cli
 from tests.engine.resumed_checks import check_resumed, checkpoint_files, checkpointing_space
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.system]
 
 
 def _trials(out: Path, load_run_study) -> tuple[list, pd.DataFrame]:

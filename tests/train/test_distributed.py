@@ -293,7 +293,7 @@ MECHANICS = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
 def test_two_ranks_in_one_group_stay_in_step_skip_prune_wait_and_fail_together():
     """The 2-rank mechanics, one job after another in one group (each check was a test of its own, with its
@@ -360,7 +360,7 @@ def test_two_ranks_in_one_group_stay_in_step_skip_prune_wait_and_fail_together()
     assert distributed.peer_gone(ranks[0]["error"]), ranks[0]["error"]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
 def test_every_algorithm_keeps_the_ranks_in_step_and_two_are_as_accurate_as_one():
     """One spawn of 2 ranks for both (each was a test with a spawn of its own):

@@ -123,7 +123,7 @@ RESUMED_EPOCHS = {"max_duration": 1.5}
 SHORT = {"max_duration": 0.5}  # the runs given a checkpoint of another world size
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.timeout(900)  # ~1 min; several checks in one run, on a busy machine
 def test_two_ranks_resumed_mid_epoch_end_bit_identical_and_other_world_sizes_are_not_restored(tmp_path):
     """Two spawns of 2 ranks for every check (each case was a test with two spawns of its own); the second is
