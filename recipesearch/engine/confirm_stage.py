@@ -157,8 +157,10 @@ class ConfirmStage:
         """``confirm.stop_at_claim``: runs of a candidate confirmed early still to finish. The claim they may make
         ends the search, so the end of the proposals (their number or the search budget) waits for them before the
         plan adds other candidates and the probe (before: a search whose budget closed the proposals while such
-        runs were in flight went on to 30.4 trainings, its claim standing at 15.7). A look still to take on
-        finished runs is taken first: the loop's plan step calls ``queue_early`` before it plans."""
+        runs were in flight went on to 30.4 trainings, its claim standing at 15.7), and no new proposal starts
+        beside them (the loop's ``_next``: the digits demo trained 4 proposals beside its candidate's curve, a
+        training's worth, all spent for nothing once the claim stood). A look still to take on finished runs is
+        taken first: the loop's plan step calls ``queue_early`` before it plans."""
         if not self.space.confirm.stop_at_claim or self.plan is not None or self.claim is not None:
             return False
         return any(not st.is_finished(t) for runs in early_runs(trials).values() for t in runs)

@@ -250,6 +250,8 @@ class SearchLoop:
                 return self._ask() if waiting else (WAIT if self.in_flight else DONE)
         if st.count_finished(trials, EARLIER_STAGES) + self._search_in_flight() < self.n_trials \
                 and not self._budget_spent(trials) and not self._claim_stood(trials):
+            if not waiting and self.in_flight and self.confirm.claim_pending(trials):
+                return WAIT  # a claim pending may end the search: a proposal beside its runs would be spent for nothing
             if self.sweep is not None and not waiting:
                 queued = self._queue_sweep_moves(trials)
                 if queued is not None:

@@ -274,6 +274,28 @@ def test_with_stop_at_claim_the_search_ends_once_an_early_claim_stands(tmp_path,
     assert space_with().hash == space.hash
 
 
+def test_with_stop_at_claim_no_proposal_starts_while_a_claim_is_pending(tmp_path, make_space):
+    """A claim pending may end the search: a proposal started beside its runs would be trained for nothing when it
+    stands, so the slots go to its runs or wait (the digits demo trained 4 proposals, a third of a training each,
+    beside its candidate's curve; benchmarks §13). Once its runs finished and the claim stood, the search ended."""
+    asked: list[tuple[str, bool]] = []
+
+    def objective(proposal) -> dict:
+        asked.append((proposal.attrs["stage"], bool(proposal.trial.user_attrs.get(st.EARLY))))
+        return with_cutout(proposal)
+
+    space = make_space(metric_split="val", baseline={"seeds": 3}, budgets=[0.25, 0.5, 1], trials=40,
+                       confirm={"top_k": 2, "seeds": 3, "max_share": 0.9, "stop_at_claim": True},
+                       algorithms={"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}, "cutout": {}})
+    loop, study, _ = open_loop(tmp_path, space)
+    queueing.enqueue(study, space.complete({"budget": 0.5, "alg.cutout": True, "alg.label_smoothing": False}))
+    loop.run(InProcess(objective, concurrency=2))
+    first_early = next(i for i, (_, early) in enumerate(asked) if early)
+    # the proposal in flight when the cutout run finished (the batch of two) may still end; none starts after it
+    assert all(stage != st.SEARCH for stage, _ in asked[first_early:])
+    assert loop.confirm.claim is not None and all(t.state.name == "COMPLETE" for t in runs_of(study))
+
+
 def test_a_claim_pending_when_the_proposals_end_is_waited_for_before_the_plan(tmp_path, make_space):
     """The proposals end (10 trials: the baseline's 9 and the cutout proposal) while the cutout curve's early runs
     are queued: the plan waits for their claim, which stands, so nothing but them is confirmed (before, the plan
