@@ -18,8 +18,9 @@ Rules (``recipesearch.analysis.sequential``, the code the search runs):
 - ``as searched``: the shipped digits plan (budgets 0.25-1; the baseline arm's 3 seeds at 0.5 and 1, where the target
   is read, and its first at 0.25: ``baseline.seeds_elsewhere: 1``): the candidate's
   proposal at budget 1 (its first seed), its first look at budgets 0.5 and 1 with 3 seeds (engine/confirm.py
-  ``curve_runs``); while open, budget 2 with its 3 seeds where one fell short of the target at budget 1, else a
-  4th seed at 0.5 and 1 (``plan_second_look``), and a second look.
+  ``curve_runs``); while open, budget 2 with its 3 seeds where one fell short of the target at budget 1 or too
+  many of its replicates did (``falls_short``), else a 4th seed at 0.5 and 1 (``plan_second_look``), and a second
+  look.
 """
 from __future__ import annotations
 
@@ -90,17 +91,18 @@ def apply_rule(table: pd.DataFrame, base_seeds: list[int], cand_seeds: list[int]
 
 def as_searched(table: pd.DataFrame, base_seeds: list[int], cand_seeds: list[int], factor: float) -> tuple[bool, int]:
     """(confirmed, candidate seeds a budget) under the ``as searched`` rule (module docstring)."""
-    from recipesearch.analysis.sequential import CONFIRMED, OPEN, look
+    from recipesearch.analysis.sequential import CONFIRMED, OPEN, decide, falls_short, look, measure
 
     base = _runs(table, base_seeds[:3])
     base = base[base["budget"].isin([0.5, 1.0]) | ((base["budget"] == 0.25) & (base["seed"] == base_seeds[0]))]
     target = float(base[base["budget"] == 1.0]["val_accuracy"].mean())
     runs = _runs(table, cand_seeds[:3], factor)
     first, rest = runs[runs["budget"].isin([0.5, 1.0])], runs[runs["budget"] == 2.0]
-    decision = look(first, base, target, "val_accuracy")
+    measured = measure(first, base, target, "val_accuracy")
+    decision = decide(measured)
     if decision != OPEN:
         return decision == CONFIRMED, 3
-    if (first[first["budget"] == 1.0]["val_accuracy"] < target).any():
+    if (first[first["budget"] == 1.0]["val_accuracy"] < target).any() or falls_short(measured):
         return look(pd.concat([first, rest]), base, target, "val_accuracy") == CONFIRMED, 3
     fourth = _runs(table, cand_seeds[3:4], factor)
     more = pd.concat([first, fourth[fourth["budget"].isin([0.5, 1.0])]])

@@ -320,12 +320,13 @@ class SecondLook:
 def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> SecondLook:
     """The first look at the confirmed candidates, on their first ``confirm.seeds`` seeds (those of the plan, so a
     resumed search decides the same), and the runs of the second: one more seed at each budget of its curve, or,
-    for a curve with a seed short of the target at its top budget, the next budget with the confirmation's seeds
-    (a mean barely past the target leaves too many bootstrap replicates short of it: the digits demo's best curve,
-    2.69x [1.18-4.72], 29 % of them); past the space's largest, one step further (``past_largest``)."""
+    for a curve with a seed short of the target at its top budget, or too many of its bootstrap replicates
+    (``analysis.sequential.falls_short``), the next budget with the confirmation's seeds (a mean barely past the
+    target leaves too many replicates short of it: the digits demo's best curve, 2.69x [1.18-4.72], 29 % of them);
+    past the space's largest, one step further (``past_largest``)."""
     from recipesearch.analysis.frontier import frontier
     from recipesearch.analysis.recipe_curves import curve_of
-    from recipesearch.analysis.sequential import OPEN, look
+    from recipesearch.analysis.sequential import OPEN, decide, falls_short, measure
 
     if not (space.confirm.sequential and plan.candidates):
         return SecondLook()
@@ -343,7 +344,8 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
             decisions[number] = OPEN
             continue
         mine = curve_of(first[first["recipe_key"] == keys.get(number)])
-        decisions[number] = look(mine, fr.baseline, fr.target.accuracy, fr.metric)
+        first_look = measure(mine, fr.baseline, fr.target.accuracy, fr.metric)
+        decisions[number] = decide(first_look)
         if decisions[number] != OPEN:
             continue
         params = st.trial_params(by_number[number])
@@ -351,9 +353,10 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
         measured = mine.groupby("budget")["train_seconds"].mean()
         have = sorted(float(b) for b in measured.index)
         worst = mine.groupby("budget")[fr.metric].min()  # its seeds' lowest accuracy at each budget
-        if have and fr.target.accuracy is not None and worst[have[-1]] < fr.target.accuracy:
-            # a seed short of the target at its top budget: the next budget (past the largest, one step further),
-            # where its replicates reach it
+        if have and fr.target.accuracy is not None and (worst[have[-1]] < fr.target.accuracy
+                                                        or falls_short(first_look)):
+            # short of the target at its top budget: the next budget (past the largest, one step further), where its
+            # replicates reach it
             up = next((float(b) for b in sorted(space.budgets) if float(b) > have[-1]), past_largest(space.budgets))
             new = [ConfirmRun({**params, "budget": up}, k, number, float(measured[have[-1]]) * up / have[-1])
                    for k in range(seeds)]

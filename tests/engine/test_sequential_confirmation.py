@@ -77,16 +77,16 @@ def test_without_sequential_there_is_no_second_look(tmp_path, make_space):
     assert loop.confirm.second_look is None and all(st.seed_index(t) < 3 for t in runs_of(study, st.CONFIRM))
 
 
-def mixup_at_the_target(where: float):
-    """MixUp at 2x the baseline's speed per epoch, at the target (the baseline at budget 1: 0.90 in 4 s) at budget
-    ``where``, its seeds there at 0.912, 0.888, 0.902 (0.05 more per doubling)."""
-    spread = (1, -1, 0.2, 0.5)
+def mixup_at_the_target(where: float, spread: tuple[float, ...] = (1, -1, 0.2, 0.5), past: float = 0.0):
+    """MixUp at 2x the baseline's speed per epoch, at the target (the baseline at budget 1: 0.90 in 4 s) plus
+    ``past`` at budget ``where``, its seeds there at 0.912, 0.888, 0.902 (``spread`` x 0.012; 0.05 more per
+    doubling)."""
 
     def result(proposal) -> dict:
         recipe = proposal.config["recipe"]
         budget, k = recipe["budget"], recipe["seed"] % 4
         if "mixup" in recipe["algorithms"]:
-            acc, secs = 0.90 + 0.05 * math.log2(budget / where) + 0.012 * spread[k], 2.0 * budget
+            acc, secs = 0.90 + past + 0.05 * math.log2(budget / where) + 0.012 * spread[k], 2.0 * budget
         else:
             acc, secs = 0.80 + 0.05 * math.log2(budget * 4) + 0.001 * spread[k], 4.0 * budget
         return {"accuracy": acc - 0.03, "val_accuracy": acc, "train_seconds": secs, "loss": 0.1, "error": None}
@@ -213,3 +213,31 @@ def test_a_second_look_the_budget_cannot_hold_whole_takes_the_candidates_in_orde
         assert stage.second_look.decisions == whole.decisions
         left = set(plan.candidates) - kept
         assert any(m.startswith("second look: trial(s) ") and "skipped" in m for m in messages) == bool(left)
+
+
+def test_an_open_curve_whose_replicates_fall_short_gets_the_next_budget_though_every_seed_passed(tmp_path,
+                                                                                                make_space):
+    """MixUp's seeds at budget 0.5 all pass the target (0.9012, 0.9132, 0.9072 against 0.90), but their mean is so near
+    it that more of the bootstrap's replicates fall short than a claim may miss (``falls_short``): a 4th seed there
+    would barely move that (digits seed 1, benchmarks §13: 9.9 % short on 3 seeds, 3.1 % on 4, open), so the second
+    look trains budget 1, where every replicate reaches the target, and the claim stands."""
+    from recipesearch.analysis.sequential import falls_short, measure
+    from recipesearch.engine import queueing
+
+    space = mixup_space(make_space)
+    loop, study, _ = open_loop(tmp_path, space)
+    queueing.enqueue(study, space.complete({"budget": 0.5, "alg.mixup": True}))
+    loop.run(InProcess(mixup_at_the_target(0.5, spread=(0, 1, 0.5, 0.25), past=0.0012), concurrency=1))
+    mixup = next(t for t in runs_of(study, st.SEARCH) if t.params["alg.mixup"] and t.params["budget"] == 0.5)
+    assert loop.confirm.second_look.decisions == {mixup.number: OPEN}
+    runs = [t for t in runs_of(study) if t.params.get("alg.mixup") and st.is_finished(t)]
+    f = frontier(trials_frame(study.get_trials(), space), space)
+    first = f.completed_trials[f.completed_trials["recipe_key"] == f.recipes.iloc[0]["recipe_key"]]
+    at_half = first[first["budget"] == 0.5]
+    assert (at_half["val_accuracy"] > f.target.accuracy).all() and len(at_half) == 3  # every seed passed
+    assert falls_short(measure(first[first["budget"] <= 0.5], f.baseline, f.target.accuracy, f.metric))
+    second = [t for t in runs if t.user_attrs.get("early") == EARLY_SECOND_LOOK]
+    assert {(t.params["budget"], st.seed_index(t)) for t in second} == {(1.0, k) for k in range(3)}
+    assert Counter(t.params["budget"] for t in runs) == {0.25: 3, 0.5: 3, 1.0: 3}
+    curve = f.recipes.iloc[0]
+    assert curve["n_budgets"] == 3 and bool(curve["confirmed"])
