@@ -19,7 +19,7 @@ Rules (``recipesearch.analysis.sequential``, the code the search runs):
   is read, and its first at 0.25: ``baseline.seeds_elsewhere: 1``): the candidate's
   proposal at budget 1 (its first seed), its first look at budgets 0.5 and 1 with 3 seeds (engine/confirm.py
   ``curve_runs``); while open, budget 2 with its 3 seeds where one fell short of the target at budget 1 or too
-  many of its replicates did (``falls_short``), else a 4th seed at 0.5 and 1 (``plan_second_look``), and a second
+  many of its replicates did and a 4th seed would not mend it (``next_budget_needed``), else a 4th seed at 0.5 and 1 (``plan_second_look``), and a second
   look.
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ def apply_rule(table: pd.DataFrame, base_seeds: list[int], cand_seeds: list[int]
 
 def as_searched(table: pd.DataFrame, base_seeds: list[int], cand_seeds: list[int], factor: float) -> tuple[bool, int]:
     """(confirmed, candidate seeds a budget) under the ``as searched`` rule (module docstring)."""
-    from recipesearch.analysis.sequential import CONFIRMED, OPEN, decide, falls_short, look, measure
+    from recipesearch.analysis.sequential import CONFIRMED, OPEN, decide, look, measure, next_budget_needed
 
     base = _runs(table, base_seeds[:3])
     base = base[base["budget"].isin([0.5, 1.0]) | ((base["budget"] == 0.25) & (base["seed"] == base_seeds[0]))]
@@ -102,7 +102,7 @@ def as_searched(table: pd.DataFrame, base_seeds: list[int], cand_seeds: list[int
     decision = decide(measured)
     if decision != OPEN:
         return decision == CONFIRMED, 3
-    if (first[first["budget"] == 1.0]["val_accuracy"] < target).any() or falls_short(measured):
+    if next_budget_needed(measured, first[first["budget"] == 1.0]["val_accuracy"].to_numpy(), target):
         return look(pd.concat([first, rest]), base, target, "val_accuracy") == CONFIRMED, 3
     fourth = _runs(table, cand_seeds[3:4], factor)
     more = pd.concat([first, fourth[fourth["budget"].isin([0.5, 1.0])]])

@@ -4,10 +4,10 @@ The confirmation stage trains each candidate (and the paired baseline) with ``co
 a candidate whose curve speedup to the target is confirmed (the 95 % interval's lower bound above 1:
 ``confirmed_faster``) or futile (its upper bound below 1, or no replicate measures a speedup) is settled; one still
 straddling gets one more seed at each budget of its curve (or, for a curve with a seed short of the target at its
-top budget or too many replicates short of it, ``falls_short``, the next budget with the confirmation's seeds), and
-the second look decides it (``confirm.sequential``). The
-baseline gets no extra seed: its curve, and the target measured on it, stay those of the first look, so a candidate
-settled there keeps the verdict the report computes.
+top budget or too many replicates short of it, ``next_budget_needed``, the next budget with the confirmation's
+seeds), and the second look decides it (``confirm.sequential``). The baseline gets no extra seed: its curve, and
+the target measured on it, stay those of the first look, so a candidate settled there keeps the verdict the report
+computes.
 
 The false-confirmation rate survives the optional stopping by an alpha-spending bound: each look's rule is the
 fixed-sample one, whose lower bound wrongly clears 1 with probability at most 2.5 % (one tail of a 95 % interval),
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from recipesearch.analysis.curve_speedup import CurveSpeedup
 from recipesearch.analysis.points import N_BOOT
@@ -40,12 +41,25 @@ def decide(result: CurveSpeedup) -> str:
     return OPEN
 
 
-def falls_short(result: CurveSpeedup) -> bool:
-    """More of the recipe's bootstrap replicates fall short of the target than ``confirmed_faster`` lets a claim
-    miss: whatever its time, the claim cannot stand on these budgets. A seed more at each barely moves that share
-    (digits, benchmarks §13: a curve whose 3 seeds at budget 0.5 all passed the target by 0.3-2.2 points had 9.9 %
-    of its replicates short, 3.1 % with a 4th seed, and stayed open); the next budget's runs reach the target."""
-    return result.recipe_unreached_fraction > (1 - result.confidence) / 2
+def next_budget_needed(result: CurveSpeedup, top: np.ndarray, target: float) -> bool:
+    """Whether an open curve's second look trains the next budget rather than a seed more at each of its budgets:
+    a seed at its top budget short of the target, or more of its bootstrap replicates short of it than a claim may
+    miss (``confirmed_faster``) and more than a seed more would leave at the mean and spread its seeds there show.
+
+    A seed more shrinks the share short only slowly: on 3 seeds the replicates' means spread about the mean as
+    Student's t(2) over sqrt(3), on 4 as t(3) over 2, so the share falls below the lower tail's (2.5 %) only where
+    (mean - target) / spread >= t(n) / sqrt(n + 1), 1.59 for a 4th seed. Measured on digits (benchmarks §13): trial
+    11 of seed 1, its 3 seeds at budget 0.5 all past the target (1.22 spreads above it on average), had 9.9 % of its
+    replicates short and 3.1 % with a 4th seed, and stayed open; trial 14 of seed 2 (1.67 spreads above it) was
+    confirmed by its 4th seed, where the next budget would have cost 4 times as much."""
+    top = np.asarray(top, dtype=float)
+    if (top < target).any():
+        return True
+    if result.recipe_unreached_fraction <= (1 - result.confidence) / 2 or len(top) < 2:
+        return False
+    spread = float(np.std(top, ddof=1))
+    t = float(stats.t.ppf((1 + result.confidence) / 2, len(top)))
+    return spread > 0 and (float(top.mean()) - target) / spread < t / np.sqrt(len(top) + 1)
 
 
 def measure(recipe_runs: pd.DataFrame, base_runs: pd.DataFrame, target: float | None, metric: str,

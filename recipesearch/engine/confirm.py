@@ -314,19 +314,19 @@ class SecondLook:
         if not self.runs:
             return f"confirmation, first look: {said}; no second look needed"
         return (f"confirmation, first look: {said}; a second look ({len(self.runs)} runs): one more seed, or the next "
-                "budget for a curve with a seed short of the target at its top budget")
+                "budget for a curve short of the target at its top budget")
 
 
 def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: ConfirmPlan) -> SecondLook:
     """The first look at the confirmed candidates, on their first ``confirm.seeds`` seeds (those of the plan, so a
     resumed search decides the same), and the runs of the second: one more seed at each budget of its curve, or,
     for a curve with a seed short of the target at its top budget, or too many of its bootstrap replicates
-    (``analysis.sequential.falls_short``), the next budget with the confirmation's seeds (a mean barely past the
+    (``analysis.sequential.next_budget_needed``), the next budget with the confirmation's seeds (a mean barely past the
     target leaves too many replicates short of it: the digits demo's best curve, 2.69x [1.18-4.72], 29 % of them);
     past the space's largest, one step further (``past_largest``)."""
     from recipesearch.analysis.frontier import frontier
     from recipesearch.analysis.recipe_curves import curve_of
-    from recipesearch.analysis.sequential import OPEN, decide, falls_short, measure
+    from recipesearch.analysis.sequential import OPEN, decide, measure, next_budget_needed
 
     if not (space.confirm.sequential and plan.candidates):
         return SecondLook()
@@ -352,9 +352,8 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
         # each run's estimate: its own first seeds' mean time at that budget, measured by now
         measured = mine.groupby("budget")["train_seconds"].mean()
         have = sorted(float(b) for b in measured.index)
-        worst = mine.groupby("budget")[fr.metric].min()  # its seeds' lowest accuracy at each budget
-        if have and fr.target.accuracy is not None and (worst[have[-1]] < fr.target.accuracy
-                                                        or falls_short(first_look)):
+        top = mine.loc[mine["budget"].astype(float) == have[-1], fr.metric].to_numpy(float) if have else None
+        if have and fr.target.accuracy is not None and next_budget_needed(first_look, top, fr.target.accuracy):
             # short of the target at its top budget: the next budget (past the largest, one step further), where its
             # replicates reach it
             up = next((float(b) for b in sorted(space.budgets) if float(b) > have[-1]), past_largest(space.budgets))

@@ -26,16 +26,17 @@ def test_a_much_faster_candidate_is_confirmed_at_the_first_look_and_a_null_one_i
 def test_as_searched_confirms_a_much_faster_candidate_on_its_two_budgets_and_not_a_null_one():
     t = table()
     # open on 3 seeds (Student-t wide): its seeds at budget 1 pass the target, but too many of its replicates there
-    # fall short of it (falls_short), so budget 2 with its 3 seeds, which confirms it; were it open on time alone,
-    # a 4th seed at 0.5 and 1
-    from recipesearch.analysis.sequential import falls_short, measure
+    # fall short of it, more than a 4th seed would mend (next_budget_needed), so budget 2 with its 3 seeds, which
+    # confirms it; were it open on time alone, a 4th seed at 0.5 and 1
+    from recipesearch.analysis.sequential import measure, next_budget_needed
 
     runs = t[t["seed"].isin([3, 4, 5]) & t["budget"].isin([0.5, 1.0])].assign(
         train_seconds=lambda d: d["train_seconds"] / 3.0)
     base = t[t["seed"].isin([0, 1, 2]) & (t["budget"].isin([0.5, 1.0]) | ((t["budget"] == 0.25) & (t["seed"] == 0)))]
     target = float(base[base["budget"] == 1.0]["val_accuracy"].mean())
     assert (runs[runs["budget"] == 1.0]["val_accuracy"] > target).all()
-    assert falls_short(measure(runs, base, target, "val_accuracy"))
+    top = runs[runs["budget"] == 1.0]["val_accuracy"].to_numpy()
+    assert next_budget_needed(measure(runs, base, target, "val_accuracy"), top, target)
     assert sc.as_searched(t, [0, 1, 2], [3, 4, 5, 6], factor=3.0) == (True, 3)
     confirmed, seeds = sc.as_searched(t, [0, 1, 2], [3, 4, 5, 6], factor=1.0)
     assert not confirmed and seeds in (3, 4)
