@@ -26,26 +26,38 @@ budget 1):
 - ``fashion_mnist_quick seed 1``: the same with another seed for the trials and the sampler;
 - ``byo``: ``examples/byo/space.yaml`` as shipped, a user's own ConvMixer, loader and method on a tenth of
   Fashion-MNIST, on the same plan (budgets 0.25-1, ``search_budget: 20``, early confirmation and the stop).
-- ``... with 3 baseline seeds at every budget``: the arm before ``baseline.seeds_elsewhere: 1`` (the baseline trains 3
-  seeds at budgets 0.5 and 1, where the target is read and interpolated, and one at 0.25, which only draws its
-  curve and anchors recipe curves' bootstrap), run right before its pair.
-- ``..., before the two-budget first look`` (measured on commit 12016ed, from a worktree of it, each arm right
-  before its pair on this tree): a candidate's first look at every budget (at every budget up to its own for one
-  whose run reached the target); now two budgets, its own and the one below or above (engine/confirm.py
-  ``curve_runs``), and a second look a budget up only where a seed fell short of the target at the top one.
-- ``..., before the partial second look`` (commit c3e57ba, from a worktree of it, each arm right before its pair):
-  a second look that the search budget could not hold whole was skipped for every candidate; now the undecided
-  candidates get theirs in the plan's order while they fit (engine/confirm_stage.py ``look_again``).
+- ``... with 3 baseline seeds at every budget``: the arm before ``baseline.seeds_elsewhere: 1`` (the baseline trains
+  3 seeds at budgets 0.5 and 1, where the target is read and interpolated, and one at 0.25, which only draws its
+  curve and anchors recipe curves' bootstrap), run right before its pair (rows dropped on 2026-12-01: the note keeps
+  their numbers).
+- ``..., before the two-budget first look`` (rows dropped on 2026-12-01, numbers in the note; commit 12016ed, from a
+  worktree of it, each arm right before its pair on this tree): a candidate's first look at every budget (at every
+  budget up to its own for one whose run reached the target); now two budgets, its own and the one below or above
+  (engine/confirm.py ``curve_runs``), and a second look a budget up only where a seed fell short of the target at
+  the top one.
+- ``..., before the partial second look`` (rows dropped, numbers in the note; commit c3e57ba, from a worktree of it,
+  each arm right before its pair): a second look that the search budget could not hold whole was skipped for every
+  candidate; now the undecided candidates get theirs in the plan's order while they fit (engine/confirm_stage.py
+  ``look_again``).
+- ``..., before the hold`` (commit d75aeb4, from a worktree of it, each arm right before its pair): with
+  ``stop_at_claim`` proposals went on beside the runs of a claim pending; now none starts while one is
+  (engine/loop.py ``_next``: such a proposal is trained for nothing once the claim stands).
+- ``..., before the next budget for replicates short`` (commit 8c43abc, the hold, from a worktree of it, each arm
+  beside its pair; ``..., with the next budget for all replicates short``: commit 0b28b97, which sent every such
+  curve up): a curve open at its first look with every seed past the target at its top budget got a 4th seed;
+  now one with more of its bootstrap replicates short of the target than a claim may miss, more than a 4th seed at
+  its mean and spread would mend, gets the next budget (``analysis.sequential.next_budget_needed``), as one with a
+  seed short of it did.
 - *The early look ahead of the baseline* (retired, no rows: measured, then reverted; commits 8d484e7 and be583bf
   have it): ``confirm.early`` also began a proposal short of the target that ran 1.5x ahead of the baseline's
   curve in its last step below it. Side by side with commit 2e999f6 it won where such a run was the best there was
   (digits seed 1: none in 29.6 -> 13.1) and lost where it went in ahead of a run that reached the target
   moments later (Fashion-MNIST quick seed 0: 8.5 -> 10.7, and 9.2 -> 11.3 when taken only while no candidate was
   begun: its runs were queued first); see the note.
-- ``... with the shipped prior`` (retired: measured, then removed with the lever, commit 3796f32; their rows
-  stay): the arm above it with ``warm_start: shipped``, up to 3 confirmed recipes of the example searches on
-  *other* data (digits got Fashion-MNIST's, Fashion-MNIST digits') proposed right after the baseline, each arm
-  run beside its pair without.
+- ``... with the shipped prior`` (retired: measured, then removed with the lever, commit 3796f32; rows dropped,
+  numbers in the note): the arm above it with ``warm_start: shipped``, up to 3 confirmed recipes of the example
+  searches on *other* data (digits got Fashion-MNIST's, Fashion-MNIST digits') proposed right after the baseline,
+  each arm run beside its pair without.
 
 *Cost to the first confirmed claim*: what the search had spent when its headline first stood confirmed at the
 target, replayed from its trials in the order they finished (``recipesearch.analysis.first_claim``), else "none";
