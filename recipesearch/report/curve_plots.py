@@ -88,6 +88,17 @@ def _curve_label(r) -> str:
     return text + ("  (one seed)" if int(r["n_seeds"]) < 2 else "  (not confirmed)")
 
 
+def seeds_text(points) -> str:
+    """The seeds behind a curve's points in words: 'mean of 3 seeds', 'one seed per budget', or with
+    ``baseline.seeds_elsewhere`` '3 seeds a budget, 1 at x0.25'."""
+    counts = points["n_seeds"].astype(int).tolist() if "n_seeds" in points else [1]
+    most, fewest = max(counts), min(counts)
+    if most == fewest:
+        return f"mean of {most} seeds" if most >= 2 else "one seed per budget"
+    rest = ", ".join(f"{n} at {budget_text(b)}" for b, n in zip(points["budget"], counts, strict=True) if n != most)
+    return f"{most} seeds a budget, {rest}"
+
+
 def tradeoff_figure(info: ReportInfo):
     """MosaicML's plot: the baseline's tradeoff curve (seed means, 95 % band) and each recipe's curve."""
     from matplotlib.figure import Figure
@@ -120,11 +131,9 @@ def tradeoff_figure(info: ReportInfo):
         if len(low) == len(base) and np.isfinite(low).any():
             ax.fill_between(t, np.where(np.isfinite(low), low, a), np.where(np.isfinite(high), high, a),
                             color=BASE, alpha=0.12, linewidth=0, zorder=2, label="baseline 95% band")
-        seeds = int(base["n_seeds"].min()) if "n_seeds" in base else 1
         paired = info.frontier is not None and info.frontier.paired
         what = "baseline re-run beside the candidates" if paired else "baseline"
-        ax.plot(t, a, "s-", color=BASE, ms=5, lw=1.6, zorder=4,
-                label=f"{what} (mean of {seeds}+ seeds)" if seeds >= 2 else f"{what} (one seed per budget)")
+        ax.plot(t, a, "s-", color=BASE, ms=5, lw=1.6, zorder=4, label=f"{what} ({seeds_text(base)})")
         early = info.frontier.early_baseline_curve if paired else None
         if early is not None and len(early.times):  # the baseline stage's, for comparison: not measured against
             ax.plot(early.times, early.accuracies, "s:", color=BASE, ms=4, lw=1.1, alpha=0.6, zorder=3,

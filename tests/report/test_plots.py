@@ -52,11 +52,24 @@ def test_tradeoff_curves_show_the_baseline_band_and_each_recipe_curve(info):
     ax = fig.axes[0]
     names = _legend(fig)
     assert ax.get_xscale() == "log"
-    assert names[:2] == ["baseline 95% band", "baseline (mean of 3+ seeds)"]
+    assert names[:2] == ["baseline 95% band", "baseline (mean of 3 seeds)"]
     confirmed = [n for n in names if n.endswith("✓ confirmed")]
     assert len(confirmed) == 1 and confirmed[0].startswith(f"trial {CONFIRMED_NUMBER}: label_smoothing  2.00× [95% CI ")
     assert sum(n.endswith("(one seed)") for n in names) == 2  # the two single-seed curves, drawn dashed
     assert ax.get_legend().get_title().get_text() == ""
+
+
+def test_the_baseline_legend_names_its_one_seed_budgets():
+    """``baseline.seeds_elsewhere``: 3 seeds where the target is read, one elsewhere (the legend said 'one seed per
+    budget', from the fewest)."""
+    import pandas as pd
+
+    from recipesearch.report.curve_plots import seeds_text
+
+    assert seeds_text(pd.DataFrame({"budget": [0.25, 0.5, 1.0], "n_seeds": [1, 3, 3]})) == "3 seeds a budget, 1 at ×0.25"
+    assert seeds_text(pd.DataFrame({"budget": [0.5, 1.0, 2.0], "n_seeds": [2, 3, 1]})) == \
+        "3 seeds a budget, 2 at ×0.5, 1 at ×2"
+    assert seeds_text(pd.DataFrame({"budget": [0.5, 1.0], "n_seeds": [1, 1]})) == "one seed per budget"
 
 
 def test_tradeoff_curves_when_there_is_little_to_draw(info):
