@@ -304,13 +304,15 @@ class SecondLook:
 
     decisions: dict[int, str] = field(default_factory=dict)  # candidate trial number -> confirmed/futile/open
     runs: tuple[ConfirmRun, ...] = ()
+    early: frozenset[int] = frozenset()  # open candidates whose second look was taken while the proposals went on
 
     @property
     def estimated_seconds(self) -> float:
         return float(sum(r.estimated_seconds for r in self.runs))
 
     def describe(self) -> str:
-        said = ", ".join(f"trial {n} {d}" for n, d in self.decisions.items())
+        said = ", ".join(f"trial {n} {d}" + (" (its second look taken early)" if n in self.early else "")
+                         for n, d in self.decisions.items())
         if not self.runs:
             return f"confirmation, first look: {said}; no second look needed"
         return (f"confirmation, first look: {said}; a second look ({len(self.runs)} runs): one more seed, or the next "
@@ -362,7 +364,7 @@ def plan_second_look(trials: Sequence[FrozenTrial], space: SearchSpace, plan: Co
         else:  # one more seed at each of its budgets
             new = [ConfirmRun({**params, "budget": b}, seeds, number, float(measured[b])) for b in have]
         runs += [r for r in new if st.run_key(r.params, r.seed_index) not in present]
-    return SecondLook(decisions, tuple(interleave(runs, space.budgets)))
+    return SecondLook(decisions, tuple(interleave(runs, space.budgets)), frozenset(looked & set(decisions)))
 
 
 def past_largest(budgets: Sequence[float]) -> float:

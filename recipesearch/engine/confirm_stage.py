@@ -9,6 +9,7 @@ so a resumed search takes the same ones, and ``enqueue_plan`` never queues a run
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from optuna.trial import FrozenTrial
@@ -218,7 +219,7 @@ class ConfirmStage:
                     kept.add(number)
                     spent += cost
             left = sorted({r.of_trial for r in look.runs} - kept)
-            self.second_look = look = SecondLook(look.decisions, tuple(r for r in look.runs if r.of_trial in kept))
+            self.second_look = look = replace(look, runs=tuple(r for r in look.runs if r.of_trial in kept))
             self.on_message(f"second look: trial(s) {', '.join(map(str, left))} skipped, the search budget has "
                             f"{allowed:.1f} s of training left")
             if not look.runs:

@@ -119,6 +119,8 @@ def test_an_open_curve_cut_at_the_target_gets_the_next_budget_with_the_seeds(tmp
     assert {(t.params["budget"], st.seed_index(t)) for t in second} == {(1.0, k) for k in range(3)}
     assert loop.confirm.second_look.runs == () and max(t.number for t in runs_of(study, st.SEARCH)) > max(
         t.number for t in second)
+    # the log at the end says so, not that the open curve needs no second look
+    assert f"trial {mixup.number} open (its second look taken early)" in loop.confirm.second_look.describe()
     curve = frontier(trials_frame(study.get_trials(), space), space).recipes.iloc[0]
     assert curve["n_budgets"] == 3 and curve["n_seeds"] == 3
 

@@ -66,10 +66,12 @@ def test_the_baseline_legend_names_its_one_seed_budgets():
 
     from recipesearch.report.curve_plots import seeds_text
 
-    assert seeds_text(pd.DataFrame({"budget": [0.25, 0.5, 1.0], "n_seeds": [1, 3, 3]})) == "3 seeds a budget, 1 at ×0.25"
-    assert seeds_text(pd.DataFrame({"budget": [0.5, 1.0, 2.0], "n_seeds": [2, 3, 1]})) == \
-        "3 seeds a budget, 2 at ×0.5, 1 at ×2"
-    assert seeds_text(pd.DataFrame({"budget": [0.5, 1.0], "n_seeds": [1, 1]})) == "one seed per budget"
+    def text(budgets, seeds):
+        return seeds_text(pd.DataFrame({"budget": budgets, "n_seeds": seeds}))
+
+    assert text([0.25, 0.5, 1.0], [1, 3, 3]) == "3 seeds a budget, 1 at ×0.25"
+    assert text([0.5, 1.0, 2.0], [2, 3, 1]) == "3 seeds a budget, 2 at ×0.5, 1 at ×2"
+    assert text([0.5, 1.0], [1, 1]) == "one seed per budget"
 
 
 def test_tradeoff_curves_when_there_is_little_to_draw(info):
