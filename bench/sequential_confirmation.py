@@ -19,8 +19,8 @@ Rules (``recipesearch.analysis.sequential``, the code the search runs):
   is read, and its first at 0.25: ``baseline.seeds_elsewhere: 1``): the candidate's
   proposal at budget 1 (its first seed), its first look at budgets 0.5 and 1 with 3 seeds (engine/confirm.py
   ``curve_runs``); while open, budget 2 with its 3 seeds where one fell short of the target at budget 1 or too
-  many of its replicates did and a 4th seed would not mend it (``next_budget_needed``), else a 4th seed at 0.5 and 1 (``plan_second_look``), and a second
-  look.
+  many of its replicates did and a 4th seed would not mend it (``next_budget_needed``), else a 4th seed at 0.5 and
+  1 (``plan_second_look``), and a second look.
 """
 from __future__ import annotations
 
