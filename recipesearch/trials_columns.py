@@ -45,7 +45,7 @@ DUPLICATE_OF = "duplicate_of"
 QUEUED_PARAMS = "queued_params"
 
 HEAD_COLUMNS = ("number", "state", IS_BASELINE, "budget", "epochs", "algorithms")
-TAIL_COLUMNS = (ACCURACY, VAL_ACCURACY, "loss", TIME, "throughput", "data_wait_fraction", COST,
+TAIL_COLUMNS = (ACCURACY, VAL_ACCURACY, "loss", TIME, "throughput", "data_wait_fraction", "eval_seconds", COST,
                 "recipe_id", "recipe_json", ERROR, "datetime_start", "datetime_complete", SEED, STAGE,
                 OF_TRIAL, RETRIES, REQUEUED_FROM, "hardware", PRUNED_AT, PROMOTED_FROM, "rung_seconds",
                 "checkpoint_seconds", "resumes", RUNGS, DUPLICATE_OF, "cpu_share", "load_start", "load_end",
@@ -54,7 +54,7 @@ TAIL_COLUMNS = (ACCURACY, VAL_ACCURACY, "loss", TIME, "throughput", "data_wait_f
 # (train_seconds x threads), ``load_*`` the 1-minute load average at the trial's start and end, ``gpu_shared``
 # whether another process computed on its GPU; ``busy_reruns`` (--strict-timing); ``arm`` (a replication's run).
 NUMERIC_COLUMNS = ("budget", "epochs", ACCURACY, VAL_ACCURACY, "loss", TIME, "throughput",
-                   "data_wait_fraction", COST, SEED, OF_TRIAL, RETRIES, REQUEUED_FROM, PRUNED_AT,
+                   "data_wait_fraction", "eval_seconds", COST, SEED, OF_TRIAL, RETRIES, REQUEUED_FROM, PRUNED_AT,
                    PROMOTED_FROM, "rung_seconds", "checkpoint_seconds", "resumes", DUPLICATE_OF, "cpu_share",
                    "load_start", "load_end", BUSY_RERUNS)
 # ``rungs``: what a trial reported at its rungs (scheduler: moasha), JSON [[fraction, accuracy, train_seconds], ...]

@@ -34,7 +34,7 @@ from recipesearch.trials_columns import ACCURACY, COST, TIME, VAL_ACCURACY
 PARETO_HEAD_COLUMNS = (
     "number", ACCURACY, TIME, COST, "budget", "algorithms", "speedup", "speedup_status",
     "baseline_seconds", "accuracy_gain", "is_baseline", "recipe_id", "recipe_file", "epochs",
-    "throughput", "data_wait_fraction", VAL_ACCURACY, "seed",
+    "throughput", "data_wait_fraction", "eval_seconds", VAL_ACCURACY, "seed",
 )  # fmt: skip
 PARETO_TAIL_COLUMNS = (*SPEEDUP_CI_COLUMNS, "curve_budgets", "curve_speedup", "curve_ci_low", "curve_ci_high",
                        "curve_confirmed")

@@ -101,6 +101,9 @@ def recipe_dict(budget: float, algorithms: dict[str, dict[str, Any]], lr: float,
     return recipe_from_dict(data).to_dict()
 
 
+EVAL_SHARE = 0.125  # each run's final evaluation, as a share of its training time
+
+
 def trials_frame(rows=ROWS) -> pd.DataFrame:
     records = []
     for row in rows:
@@ -114,6 +117,7 @@ def trials_frame(rows=ROWS) -> pd.DataFrame:
             "params_label_smoothing.smoothing": algos.get(LS, {}).get("smoothing"),
             "accuracy": acc, "val_accuracy": acc, "loss": None if acc is None else 1 - acc,
             "train_seconds": secs, "throughput": thr, "data_wait_fraction": wait, "cost": None,
+            "eval_seconds": None if secs is None else EVAL_SHARE * secs,
             "recipe_id": recipe.id(), "recipe_json": json.dumps(recipe.to_dict()), "error": err,
             "datetime_start": f"2025-01-01 00:00:{number:02d}", "datetime_complete": "", "seed": seed,
             "stage": stage, "of_trial": of_trial,

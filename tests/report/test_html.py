@@ -105,6 +105,27 @@ def test_confirmed_recipes_and_frontier_tables(page):
     assert regimes.count("✓ curve 2.00×") == 3
 
 
+def test_the_evaluation_cost_is_shown_beside_the_training_time(page, built_run):
+    """Evaluation (test-time augmentation's views included) is outside Time and every speedup; the report states
+    it beside Time, in the frontier and the trials table, and pareto.csv carries it."""
+    import pandas as pd
+
+    from recipesearch.report.html import secs
+
+    from .fake_run import EVAL_SHARE
+
+    pareto = pd.read_csv(built_run / "pareto.csv")
+    first = pareto.iloc[0]
+    assert first["eval_seconds"] > 0
+    trials = pd.read_csv(built_run / "trials.csv").set_index("number")
+    assert first["eval_seconds"] == pytest.approx(EVAL_SHARE * trials.loc[first["number"], "train_seconds"])
+    for table in ("frontier-table", "trials-table"):
+        part = _between(page, f'id="{table}"', "</table>")
+        assert ">Time</th><th data-type=\"num\" class=\"n\">Eval</th>" in part
+    front = _between(page, 'id="frontier-table"', "</table>")
+    assert f">{secs(first['eval_seconds'])}</td>" in front.split("<tbody>")[1].split("</tr>")[0]
+
+
 @pytest.fixture(scope="module")
 def single_run_page(tmp_path_factory) -> str:
     from .fake_run import SEARCH_ROWS, write_run_dir
