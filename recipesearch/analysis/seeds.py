@@ -27,7 +27,7 @@ class SeedStats(NamedTuple):
     ci_high: float
 
 
-def _t_half_width(std: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:
+def t_half_width(std: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:
     """Half-width of the t interval, std / sqrt(n) * t_{(1+c)/2, n-1}; NaN where n < 2."""
     n = np.asarray(n, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -57,7 +57,7 @@ def seed_summary(values: ArrayLike, confidence: float = DEFAULT_CONFIDENCE) -> S
         return SeedStats(0, float("nan"), float("nan"), float("nan"), float("nan"))
     mean = float(v.mean())
     std = float(v.std(ddof=1)) if n >= 2 else float("nan")
-    half = float(_t_half_width(np.array(std), np.array(n), confidence))
+    half = float(t_half_width(np.array(std), np.array(n), confidence))
     return SeedStats(n, mean, std, mean - half, mean + half)
 
 
@@ -108,7 +108,7 @@ def curve_by_budget(
         squares = np.bincount(codes, (values - mean[codes]) ** 2, len(n))
         with np.errstate(invalid="ignore", divide="ignore"):
             std = np.where(n >= 2, np.sqrt(squares / (n - 1)), np.nan)  # NaN for one seed: no spread known
-        half = _t_half_width(std, n, confidence)
+        half = t_half_width(std, n, confidence)
         columns |= {f"{prefix}_mean": mean, f"{prefix}_std": std,
                     f"{prefix}_ci_low": mean - half, f"{prefix}_ci_high": mean + half}
     return pd.DataFrame(columns)

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from recipesearch.analysis.curve_speedup import CurveSpeedup
 from recipesearch.analysis.points import N_BOOT
 from recipesearch.analysis.recipe_curves import curve_of
+from recipesearch.analysis.seeds import t_half_width
 from recipesearch.analysis.speedup_bootstrap import bootstrap_curve_speedup, confirmed_faster
 
 CONFIRMED, FUTILE, OPEN = "confirmed", "futile", "open"
@@ -57,9 +57,9 @@ def next_budget_needed(result: CurveSpeedup, top: np.ndarray, target: float) -> 
         return True
     if result.recipe_unreached_fraction <= (1 - result.confidence) / 2 or len(top) < 2:
         return False
-    spread = float(np.std(top, ddof=1))
-    t = float(stats.t.ppf((1 + result.confidence) / 2, len(top)))
-    return spread > 0 and (float(top.mean()) - target) / spread < t / np.sqrt(len(top) + 1)
+    # t(n) / sqrt(n + 1) spreads: the half-width of the t interval that one seed more would give
+    fourth = float(t_half_width(np.std(top, ddof=1), len(top) + 1, result.confidence))
+    return float(top.mean()) - target < fourth
 
 
 def measure(recipe_runs: pd.DataFrame, base_runs: pd.DataFrame, target: float | None, metric: str,
