@@ -50,6 +50,7 @@ METHOD_FUNCTIONS: dict[str, list[str]] = {
     "mixed_precision": ["autocast_dtype"],
     "mixup": ["mixup_batch"],
     "patch_whitening": ["apply_patch_whitening", "whitening_filters"],
+    "pool_before_norm": ["apply_pool_before_norm"],
     "progressive_resizing": ["progressive_resize", "resize_batch"],
     "randaugment": ["randaugment_batch"],
     "sam": ["sam_perturb", "sam_restore"],

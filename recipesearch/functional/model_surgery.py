@@ -12,6 +12,7 @@ from recipesearch.algorithms import blurpool as _blurpool
 from recipesearch.algorithms import channels_last as _channels_last
 from recipesearch.algorithms import ghost_batchnorm as _ghost
 from recipesearch.algorithms import patch_whitening as _whitening
+from recipesearch.algorithms import pool_before_norm as _pool_first
 from recipesearch.algorithms import squeeze_excite as _se
 from recipesearch.algorithms import stochastic_depth as _depth
 from recipesearch.algorithms import torch_compile as _compile
@@ -21,6 +22,7 @@ __all__ = [
     "apply_channels_last",
     "apply_ghost_batchnorm",
     "apply_patch_whitening",
+    "apply_pool_before_norm",
     "apply_squeeze_excite",
     "apply_stochastic_depth",
     "apply_torch_compile",
@@ -69,6 +71,26 @@ def apply_channels_last(model: nn.Module) -> nn.Module:
         True
     """
     return _channels_last.apply_channels_last(model)
+
+
+def apply_pool_before_norm(model: nn.Module) -> int:
+    """Pool before BatchNorm (airbench's ConvGroup order): every conv, BN, activation, max-pool run inside an
+    ``nn.Sequential`` becomes conv, max-pool, BN, activation, in place; returns how many were reordered.
+
+    BN and the activation then run on a quarter of the pixels. With a positive BN scale max-pooling commutes
+    with both, so the network computes nearly the same function; a BlurPool max-pool does not commute with
+    them (its blur is linear, the activation is not), so there it changes the network.
+
+    Args:
+        model: the network, reordered in place (its parameters and their order are unchanged).
+
+    Example:
+        >>> from torch import nn
+        >>> model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2))
+        >>> apply_pool_before_norm(model), [type(m).__name__ for m in model]
+        (1, ['Conv2d', 'MaxPool2d', 'BatchNorm2d', 'ReLU'])
+    """
+    return _pool_first.pool_before_norm(model)
 
 
 def apply_squeeze_excite(model: nn.Module, latent_channels: float = 64,
