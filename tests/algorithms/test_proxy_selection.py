@@ -13,6 +13,7 @@ from torch import nn
 from recipesearch.algorithms import get_algorithm
 from recipesearch.algorithms.proxy_selection import proxy_options, select_by_proxy
 from recipesearch.errors import ConfigError
+from recipesearch.hooks.events import Event
 from recipesearch.train.loop import Trainer, fit
 
 
@@ -79,3 +80,18 @@ def test_training_gives_the_model_half_of_each_batch(tiny_recipe) -> None:
 def test_a_named_small_model_stands_in_for_a_model_without_width(tiny_recipe) -> None:
     result = fit(tiny_recipe({"proxy_selection": {"model": "cnn", "keep": 0.5}}, batch_size=32, max_duration=1))
     assert math.isfinite(result.loss)
+
+
+def test_the_proxy_takes_the_cheapest_layout_of_the_model(tiny_recipe) -> None:
+    # channels_last when the model is (its batches arrive NHWC), and max-pool before BN (pool_before_norm): the
+    # proxy has no BlurPool, so that order computes the same function on a quarter of the pixels.
+    recipe = tiny_recipe({"proxy_selection": {"width": 0.5}, "channels_last": {}}, model={"name": "cnn", "width": 8})
+    trainer = Trainer(recipe)
+    trainer.fire(Event.FIT_START)
+    proxy = next(a for a in trainer.algorithms if a.name == "proxy_selection").proxy
+    assert [type(m) for m in proxy.features][:4] == [nn.Conv2d, nn.MaxPool2d, nn.BatchNorm2d, nn.ReLU]
+    conv2 = proxy.features[4]
+    assert conv2.weight.is_contiguous(memory_format=torch.channels_last) and not conv2.weight.is_contiguous()
+    plain = Trainer(tiny_recipe({"proxy_selection": {"width": 0.5}}))
+    plain.fire(Event.FIT_START)
+    assert next(a for a in plain.algorithms if a.name == "proxy_selection").proxy.features[4].weight.is_contiguous()
