@@ -393,3 +393,17 @@ def test_after_a_repeat_the_next_trial_is_drawn_at_random_then_the_sampler_resum
     inner = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     first = inner.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)}).params["x"]
     assert explored != first
+
+
+def test_a_run_outside_the_constraints_is_not_confirmed(tmp_path, make_space):
+    # accuracy_min rules out the fast budget-0.25 runs (val ~0.80-0.82): the plan confirms none of them
+    kw = dict(metric_split="val", baseline={"seeds": 3}, confirm={"top_k": 5, "max_share": 0.9},
+              budgets=[0.25, 0.5, 1], trials=16)
+    loop, study, _ = open_loop(tmp_path, make_space(**kw))
+    loop.run(InProcess(fake_result, concurrency=2))
+    earlier = [t for t in study.get_trials() if st.stage_of(t) != st.CONFIRM]
+    free = plan_confirmation(earlier, make_space(**kw))
+    bound = plan_confirmation(earlier, make_space(**kw, constraints={"accuracy_min": 0.84}))
+    val = {t.number: t.user_attrs["val_accuracy"] for t in earlier}
+    assert any(val[n] < 0.84 for n in free.candidates)  # without the bound, such a run is a candidate
+    assert bound.candidates and all(val[n] >= 0.84 for n in bound.candidates)
