@@ -65,9 +65,11 @@ SETTINGS = {
 
 
 def run(quick: bool = False, seeds: int | None = None, hand: bool = False,
-        baseline_from: Path | None = None) -> dict[str, Any]:
+        baseline_from: Path | None = None, precision: str | None = None) -> dict[str, Any]:
     """``baseline_from``: the search run whose baseline trials give the baseline curve, when the newest
-    search's own base is not the plain baseline (a second search that refines the first's recipe)."""
+    search's own base is not the plain baseline (a second search that refines the first's recipe).
+    ``precision``: every arm's, baseline included (a strong baseline has mixed precision where the machine
+    runs it faster: on a CPU with AMX, bf16); None keeps each arm's own."""
     import torch
 
     from recipesearch.recipe import load_recipe
@@ -112,14 +114,15 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False,
         for label in order:
             # fresh seeds: the search trained its trials with seed indices 0, 1, 2 ...
             fresh = int(arms[label].get("seed", 0)) + SEED_OFFSET + s
-            data = {**arms[label], "seed": fresh, "threads": THREADS, "device": "cpu"}
+            data = {**arms[label], "seed": fresh, "threads": THREADS, "device": "cpu",
+                    **({"precision": precision} if precision else {})}
             rec: dict[str, Any] = {"seed": s, "recipe_seed": fresh, "arm": label, "baseline": label.startswith("baseline"),
                                    "budget": data.get("budget", 1.0), "load": load_now()}
             rec.update(fit_or_nan(data, f"bench:{NAME}"))
             runs.append(rec)
             print(f"  seed {s} {label}: acc {rec['accuracy']:.4f} in {rec['train_seconds']:.1f} s", flush=True)
     return {"name": NAME, "quick": quick, "dataset": cfg["dataset"], "base_recipe": baseline_source,
-            "budgets": sorted(curve), "baseline_epochs": {f"{b:g}": curve[b]["max_duration"] * b for b in curve}, "seeds": n_seeds, "threads": THREADS, "candidate_source": source,
+            "budgets": sorted(curve), "baseline_epochs": {f"{b:g}": curve[b]["max_duration"] * b for b in curve}, "seeds": n_seeds, "threads": THREADS, "precision": precision, "candidate_source": source,
             "candidates": {label: arms[label] for label, _ in cands}, "curves": curves, "environment": env,
             "runs": runs, "analysis": analyse(runs, [c for c, _ in cands], n_seeds, curves),
             "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
@@ -139,10 +142,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--baseline-from", type=Path, metavar="RUN_DIR",
                    help="take the baseline curve from this search's baseline trials (default: the newest "
                         "search's own), for a search whose base is an earlier search's recipe")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"),
+                   help="every arm's precision, the baseline's too (default: each recipe's own)")
     a = p.parse_args(argv)
     from bench.common import save_result
 
-    res = run(a.quick, a.seeds, a.hand, a.baseline_from)
+    res = run(a.quick, a.seeds, a.hand, a.baseline_from, a.precision)
     save_result(NAME, res)
     print(render(res))
 

@@ -25,7 +25,14 @@ def blur_filter(channels: int) -> Tensor:
 
 
 def blur_2d(x: Tensor, filt: Tensor, stride: int | tuple[int, int] = 1) -> Tensor:
-    """Depthwise blur with ``filt`` [C, 1, 3, 3], zero padding 1 (so stride 1 keeps the size)."""
+    """Depthwise blur with ``filt`` [C, 1, 3, 3], zero padding 1 (so stride 1 keeps the size).
+
+    Under CPU autocast the blur runs in fp32: oneDNN's bf16 depthwise backward is the slow path (CNN width 32
+    at 28x28, batch 85, 2 threads: 12 ms against under 2 ms in fp32), which cost bf16 more than its convs
+    saved; in fp32 the model's forward and backward take 0.75x fp32's time."""
+    if x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+        with torch.autocast("cpu", enabled=False):
+            return F.conv2d(x.float(), filt.float(), stride=stride, padding=1, groups=x.shape[1])
     return F.conv2d(x, filt.to(x.dtype), stride=stride, padding=1, groups=x.shape[1])
 
 

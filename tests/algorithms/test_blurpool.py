@@ -114,3 +114,16 @@ def test_new_buffers_follow_the_model_device():
         net = _net()
     net, _ = apply_blurpool(net)
     assert {t.device.type for t in (*net.parameters(), *net.buffers())} == {"meta"}
+
+
+def test_the_blur_runs_in_fp32_under_cpu_autocast():
+    # oneDNN's bf16 depthwise backward is CPU's slow path (blur_2d): the blur leaves autocast, the rest is bf16
+    torch.manual_seed(0)
+    pool = BlurMaxPool2d(nn.MaxPool2d(2))
+    x = torch.randn(2, 8, 12, 12, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = pool(x.to(torch.bfloat16))
+    assert y.dtype == torch.float32
+    assert torch.allclose(y, pool(x.to(torch.bfloat16).float()), atol=1e-6)
+    y.sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()

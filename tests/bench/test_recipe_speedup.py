@@ -226,3 +226,26 @@ def test_without_a_confirmed_curve_the_best_confirmed_point_gives_its_recipe_at_
     assert "confirmed 1.76x at budget 2 [1.09–1.98]" in name and len(labels) == 4
     monkeypatch.setattr(candidates, "search_claims", lambda run_dir: (f, []))
     assert confirmed_candidates(Path("run"), trials, [5.0]) == ([], {})
+
+
+def test_precision_is_set_on_every_arm_the_baseline_included(monkeypatch):
+    """A strong baseline has mixed precision where the machine runs it faster (bf16 on a CPU with AMX)."""
+    import bench.recipe_speedup as bench
+
+    trained = []
+
+    def fake_fit(data, source):
+        trained.append(data)
+        budget = float(data.get("budget", 1.0))
+        return {"accuracy": 0.8 + 0.01 * budget + 0.001 * len(data.get("algorithms", {})),
+                "train_seconds": 10.0 * budget, "throughput": 1.0}
+
+    monkeypatch.setattr(bench, "fit_or_nan", fake_fit)
+    monkeypatch.setattr(bench, "environment", dict)
+    res = bench.run(quick=True, seeds=1, hand=True, precision="bf16")
+    assert res["precision"] == "bf16" and "every arm at bf16" in bench.render(res)
+    assert any(run["baseline"] for run in res["runs"]) and any(not run["baseline"] for run in res["runs"])
+    assert len(trained) == len(res["runs"]) and {d["precision"] for d in trained} == {"bf16"}
+    trained.clear()
+    bench.run(quick=True, seeds=1, hand=True)
+    assert {d.get("precision") for d in trained} == {"fp32"}  # without it, each recipe's own (digits_baseline.yaml)
