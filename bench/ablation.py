@@ -36,15 +36,21 @@ SEEDS = 2
 SEED_OFFSET = 2000  # fresh seeds, distinct from the search's and from §5's (1000 + k)
 THREADS = 2
 WHOLE = "whole recipe"
+FP32 = "at fp32"  # the arm without mixed precision, when §5 measured at one
 
 
-def arms_of(recipe: dict[str, Any], base: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """{label: recipe dict}: the whole recipe, then without each method (Muon: the base's optimizer)."""
+def arms_of(recipe: dict[str, Any], base: dict[str, Any], precision: str | None = None) -> dict[str, dict[str, Any]]:
+    """{label: recipe dict}: the whole recipe, then without each method (Muon: the base's optimizer); at
+    ``precision`` (§5's, when it set one), and at fp32 too when that is mixed precision."""
+    if precision:
+        recipe = {**recipe, "precision": precision}
     arms = {WHOLE: recipe}
     for name in sorted(recipe.get("algorithms") or {}):
         arms[f"without {name}"] = {**recipe, "algorithms": {k: v for k, v in recipe["algorithms"].items() if k != name}}
     if recipe.get("optimizer", {}).get("name") != base.get("optimizer", {}).get("name"):
         arms[f"without {recipe['optimizer']['name']}"] = {**recipe, "optimizer": base["optimizer"]}
+    if precision and precision != "fp32":
+        arms[FP32] = {**recipe, "precision": "fp32"}
     return arms
 
 
@@ -84,7 +90,8 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
     torch.set_num_threads(THREADS)
     n_seeds = seeds or (1 if quick else SEEDS)
     name, recipe, base = fashion_frontier_recipe()
-    arms = arms_of(recipe, base)
+    precision = (load_result("recipe_speedup") or {}).get("precision")  # §5's conditions: its baseline's too
+    arms = arms_of(recipe, base, precision)
     labels = list(arms)
     print(f"[{NAME}] {len(labels)} arms x {n_seeds} seeds: {name} @ budget {BUDGET:g}", flush=True)
     runs = []
@@ -97,6 +104,7 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
             runs.append(rec)
             print(f"  seed {s} {label}: acc {rec['accuracy']:.4f} in {rec['train_seconds']:.1f} s", flush=True)
     return {"name": NAME, "quick": quick, "recipe": name, "budget": BUDGET, "seeds": n_seeds, "threads": THREADS,
+            "precision": precision,
             "arms": arms, "runs": runs, "environment": environment(),
             "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
@@ -141,6 +149,7 @@ ROLE = {
     "cutout": "accuracy per step", "colout": "time per step", "flip_tta": "evaluation only",
     # the main model's backward pass on part of each batch, for a small proxy's forward and backward on all of it
     "proxy_selection": "time per step", "brightness_contrast": "accuracy per step",
+    FP32: "time per step (mixed precision)",
 }
 
 
@@ -167,7 +176,8 @@ def render(result: dict[str, Any]) -> str:
         "without each of its methods, retrained side by side; the speedup of each arm at matched accuracy against "
         f"§5's baseline curve (per-arm medians, measured {a['baseline_measured']}).",
         f"**How**: {result['seeds']} fresh seed(s) per arm, arms in rotated order, one run at a time with "
-        f"{result['threads']} threads; medians over seeds; test accuracy. *Share* = the whole recipe's speedup "
+        f"{result['threads']} threads{f', every arm at {p} as in §5' if (p := result.get('precision')) else ''}; "
+        "medians over seeds; test accuracy. *Share* = the whole recipe's speedup "
         "÷ the speedup without the method: above 1, the method carries part of the speedup; below 1, the recipe "
         "is faster without it (at this budget). Interactions make the shares non-additive (Amdahl): removing "
         "one of two methods that cut the same cost shows little for either.",

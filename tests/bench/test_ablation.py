@@ -19,6 +19,16 @@ def test_arms_drop_one_method_at_a_time_and_muon_falls_back_to_the_base_optimize
     assert "without sgd" not in ablation.arms_of({**recipe, "optimizer": base["optimizer"]}, base)
 
 
+def test_arms_take_the_precision_of_section_5_and_one_arm_is_at_fp32():
+    recipe = {"optimizer": {"name": "sgd"}, "algorithms": {"ema": {}}, "precision": "fp32"}
+    arms = ablation.arms_of(recipe, recipe, "bf16")
+    assert list(arms) == ["whole recipe", "without ema", "at fp32"]
+    assert [a["precision"] for a in arms.values()] == ["bf16", "bf16", "fp32"]
+    assert arms["at fp32"]["algorithms"] == {"ema": {}}
+    assert list(ablation.arms_of(recipe, recipe, "fp32")) == ["whole recipe", "without ema"]
+    assert ablation.arms_of(recipe, recipe)["whole recipe"] is recipe
+
+
 def test_share_is_the_whole_speedup_over_the_speedup_without(monkeypatch):
     # baseline curve: 10 s -> 0.80, 100 s -> 0.90; the whole recipe reaches 0.90 in 25 s (4x), without ema in 50 s
     monkeypatch.setattr(ablation, "_baseline_curve", lambda: ([10.0, 100.0], [0.80, 0.90], "then"))
