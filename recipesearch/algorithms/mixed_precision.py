@@ -32,7 +32,7 @@ class MixedPrecisionParams(BaseModel):
 @register_algorithm
 class MixedPrecision(Algorithm):
     name = "mixed_precision"
-    description = "Forward and loss in bf16/fp16 under autocast; faster on GPUs with tensor cores"
+    description = "Forward and loss in bf16/fp16 under autocast; faster on GPUs and on CPUs with AMX"
     citation = "Micikevicius et al. 2018, Mixed Precision Training"
     events = frozenset({Event.INIT})
     order = 50

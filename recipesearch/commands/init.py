@@ -10,6 +10,9 @@ What it writes fits the model and the machine, so the space searches without edi
 - one epoch of the base recipe is trained here, as a trial trains it (one thread on the CPU, or the GPU), and the
   base's epochs and the space's ``search_budget`` (in trainings of the baseline at budget 1) are sized from it so
   that the whole search, every stage, fits ``--hours`` with ``concurrency`` trials at a time;
+- the base's precision is measured too: an epoch in bf16 first (its warm-up counts against it), then the fp32
+  one; bf16 where it is faster (a GPU, a CPU with AMX), since a strong baseline has mixed precision where it
+  pays, and the searched speedups are then not mixed precision's;
 - the LR and batch size are the ones given, else the recipe's defaults; without ``--lr`` the search sweeps it
   first (``baseline.tune_lr``).
 """
@@ -43,9 +46,8 @@ CANDIDATES: dict[str, tuple[str, str]] = {
     "stochastic_depth": ("{drop_rate: {range: [0.05, 0.2]}}", "skips residual blocks at random: cheaper steps"),
     "layer_freezing": ("{freeze_start: {range: [0.3, 0.7]}}", "freezes early layers late on: cheaper backward"),
     "lookahead": ("{alpha: {range: [0.3, 0.8]}}", "pulls toward slow weights every k steps"),
-    "mixed_precision": ("{}", "bf16 forward and loss: a GPU speed-up"),
 }
-GPU_ONLY = {"mixed_precision": "a GPU speed-up, and this machine trains on the CPU"}
+BF16_MARGIN = 0.95  # bf16 goes in the base where its epoch took less than this share of fp32's
 BUDGETS = (0.5, 1, 2)  # x the base's epochs: a curve each side of today's training
 OVERHEAD = 0.8  # the share of the hours left for trials: the driver's start-up, stage changes and report take the rest
 # Seconds a trial costs beside its training on Ray (scheduling, reporting, its result written): 65 s over the 63
@@ -91,13 +93,14 @@ def run(args: argparse.Namespace) -> int:
     gpu = torch.cuda.is_available()
     concurrency = torch.cuda.device_count() if gpu else max(1, os.cpu_count() or 1)
     base = _base(args, gpu)
-    epoch_seconds, trial_seconds = _one_epoch(base)
+    fixed = "precision" in parse_overrides(args.overrides)
+    base["precision"], epoch_seconds, trial_seconds, precision_note = _precision_and_epoch(base, fixed)
     epochs, trainings = _size(args, epoch_seconds, trial_seconds + TRIAL_SECONDS, concurrency)
     base["max_duration"] = epochs
-    fitting, left_out = _methods(base, gpu)
+    fitting, left_out = _methods(base)
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    base_path.write_text(_base_yaml(base, args, epoch_seconds))
+    base_path.write_text(_base_yaml(base, args, epoch_seconds, precision_note))
     out.write_text(_space_yaml(base_path.name, fitting, left_out, args, epochs, trainings, epoch_seconds,
                                concurrency, gpu))
     from recipesearch.space import load_space
@@ -132,6 +135,24 @@ def _base(args: argparse.Namespace, gpu: bool) -> dict[str, Any]:
         set_dotted(base, key, value)
     recipe_from_dict(base, source="recipesearch init")  # a bad name or --set is one line here, before training
     return base
+
+
+def _precision_and_epoch(base: dict[str, Any], fixed: bool) -> tuple[str, float, float, str]:
+    """(the base's precision, its epoch's seconds, the rest of that run's seconds, why that precision): the
+    faster of one epoch in bf16 and one in fp32 (module docstring), unless ``fixed`` by --set; bf16 that fails
+    here is fp32."""
+    if fixed:
+        return base["precision"], *_one_epoch(base), "--set"
+    try:
+        bf16 = _one_epoch({**base, "precision": "bf16"})
+    except Exception as exc:  # noqa: BLE001 - a device without bf16 autocast trains in fp32
+        bf16, why = None, f"bf16 failed here ({type(exc).__name__})"
+    fp32 = _one_epoch({**base, "precision": "fp32"})
+    if bf16 is not None and bf16[0] < BF16_MARGIN * fp32[0]:
+        return "bf16", *bf16, f"bf16: an epoch took {bf16[0]:.1f} s here, {fp32[0]:.1f} s in fp32"
+    if bf16 is not None:
+        why = f"bf16 took {bf16[0]:.1f} s an epoch here, {fp32[0]:.1f} s in fp32"
+    return "fp32", *fp32, f"fp32: {why}"
 
 
 def _one_epoch(base: dict[str, Any]) -> tuple[float, float]:
@@ -178,15 +199,14 @@ def _minimum_trainings() -> float:
     return 3 + sum(_baseline_seeds(b) * b for b in BUDGETS)
 
 
-def _methods(base: dict[str, Any], gpu: bool) -> tuple[list[str], dict[str, str]]:
+def _methods(base: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     """(candidate methods that apply to the model, {left out: why})."""
     import yaml
 
     from recipesearch.engine.method_fit import unfit_methods
     from recipesearch.space.loading import space_from_dict
 
-    left_out = {} if gpu else dict(GPU_ONLY)
-    left_out.update({name: "already in the base recipe" for name in base["algorithms"] if name in CANDIDATES})
+    left_out = {name: "already in the base recipe" for name in base["algorithms"] if name in CANDIDATES}
     tried = {name: yaml.safe_load(entry) for name, (entry, _) in CANDIDATES.items() if name not in left_out}
     space = space_from_dict({"base": base, "budgets": list(BUDGETS), "algorithms": tried}, "recipesearch init")
     left_out.update(unfit_methods(space))
@@ -197,7 +217,7 @@ def _line(text: str, comment: str, width: int = 56) -> str:
     return f"{text:<{width}} # {comment}\n"
 
 
-def _base_yaml(base: dict[str, Any], args: argparse.Namespace, epoch_seconds: float) -> str:
+def _base_yaml(base: dict[str, Any], args: argparse.Namespace, epoch_seconds: float, precision_note: str) -> str:
     import yaml
 
     def flow(value: Any) -> str:
@@ -213,7 +233,7 @@ def _base_yaml(base: dict[str, Any], args: argparse.Namespace, epoch_seconds: fl
         "schedule": "cosine decay; each budget dilates it with the epochs",
         "max_duration": f"epochs at budget 1 (one epoch took {epoch_seconds:.1f} s here), sized to --hours",
         "batch_size": "--batch-size" if args.batch_size else "the default; give --batch-size for another",
-        "precision": "fp32; mixed precision is a method the search may switch on (GPU)",
+        "precision": precision_note,
         "seed": "the seeds of the baseline's replicates count up from here",
         "threads": "torch threads a trial uses, as the search runs it",
         "algorithms": "the baseline has no speed-up method: the space switches them on",

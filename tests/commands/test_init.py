@@ -127,3 +127,29 @@ def test_the_hours_hold_the_epochs_and_each_trials_overhead():
     assert epochs == int((seconds * 0.03 / floor - 2.0) // 1.0) == 5 and trainings >= floor
     with pytest.raises(UserError, match="--hours: 0.05 h cannot hold a search at 20 epoch"):
         _size(Namespace(hours=0.05, epochs=20), 1.0, 2.0, 2)
+
+
+@pytest.mark.parametrize("bf16, chosen, note", [
+    (6.0, "bf16", "bf16: an epoch took 6.0 s here, 10.0 s in fp32"),
+    (9.8, "fp32", "fp32: bf16 took 9.8 s an epoch here, 10.0 s in fp32"),  # within BF16_MARGIN: no switch
+    (None, "fp32", "fp32: bf16 failed here (RuntimeError)"),
+])
+def test_the_base_is_bf16_where_an_epoch_of_it_is_faster(monkeypatch, bf16, chosen, note):
+    """A strong baseline has mixed precision where it pays (a GPU, a CPU with AMX): its speedup is not the search's."""
+    from recipesearch.commands import init
+
+    trained = []
+
+    def one_epoch(base):
+        trained.append(base["precision"])
+        if base["precision"] == "bf16" and bf16 is None:
+            raise RuntimeError("no bf16 autocast on this device")
+        return (bf16 if base["precision"] == "bf16" else 10.0), 1.0
+
+    monkeypatch.setattr(init, "_one_epoch", one_epoch)
+    precision, seconds, rest, why = init._precision_and_epoch({"precision": "fp32"}, fixed=False)
+    assert (precision, why) == (chosen, note) and seconds == (bf16 if chosen == "bf16" else 10.0) and rest == 1.0
+    assert trained == ["bf16", "fp32"]  # bf16 first: a first run's warm-up counts against it
+    trained.clear()
+    assert init._precision_and_epoch({"precision": "fp16"}, fixed=True) == ("fp16", 10.0, 1.0, "--set")
+    assert trained == ["fp16"]
