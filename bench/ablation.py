@@ -89,6 +89,7 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
 
     torch.set_num_threads(THREADS)
     n_seeds = seeds or (1 if quick else SEEDS)
+    env = environment()  # at the start: its load average and start time are the run's, not its end's
     name, recipe, base = fashion_frontier_recipe()
     precision = (load_result("recipe_speedup") or {}).get("precision")  # §5's conditions: its baseline's too
     arms = arms_of(recipe, base, precision)
@@ -105,7 +106,7 @@ def run(quick: bool = False, seeds: int | None = None) -> dict[str, Any]:
             print(f"  seed {s} {label}: acc {rec['accuracy']:.4f} in {rec['train_seconds']:.1f} s", flush=True)
     return {"name": NAME, "quick": quick, "recipe": name, "budget": BUDGET, "seeds": n_seeds, "threads": THREADS,
             "precision": precision,
-            "arms": arms, "runs": runs, "environment": environment(),
+            "arms": arms, "runs": runs, "environment": env,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
 
