@@ -164,7 +164,8 @@ def _one_epoch(base: dict[str, Any]) -> tuple[float, float]:
     from recipesearch.train.loop import Trainer
 
     recipe = recipe_from_dict({**base, "max_duration": 1, "schedule": {"name": "cosine"}}, source="recipesearch init")
-    print(f"training one epoch of {recipe.model.name} on {recipe.data.name} to size the search ...", file=sys.stderr)
+    print(f"training one epoch of {recipe.model.name} on {recipe.data.name} in {recipe.precision} to size the "
+          "search ...", file=sys.stderr)
     started = time.perf_counter()
     result = Trainer(recipe).fit()
     return result.train_seconds, max(0.0, time.perf_counter() - started - result.train_seconds)
