@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from recipesearch.algorithms.blurpool import BlurConv2d, BlurMaxPool2d, apply_blurpool, blur_filter
@@ -40,6 +41,19 @@ def test_blur_maxpool_keeps_maxpool_shape(size: int):
     x = torch.randn(1, 4, size, size)
     for pool in (nn.MaxPool2d(2), nn.MaxPool2d(3, 2, padding=1)):
         assert BlurMaxPool2d(pool)(x).shape == pool(x).shape
+        assert BlurMaxPool2d(pool, blur_first=True)(x).shape == pool(x).shape
+
+
+def test_blur_first_maxpool_is_the_strided_max_of_the_blurred_input():
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 28, 28)
+    pool = nn.MaxPool2d(2)
+    cheap = BlurMaxPool2d(pool, blur_first=True)
+    blurred = F.conv2d(x, blur_filter(4), padding=1, groups=4)
+    assert torch.allclose(cheap(x), pool(blurred))
+    assert not torch.allclose(cheap(x), BlurMaxPool2d(pool)(x))  # not Zhang's dense max then strided blur
+    net, count = apply_blurpool(nn.Sequential(nn.MaxPool2d(2)), maxpool_blur_first=True)
+    assert count == 1 and net[0].blur_first
 
 
 def test_blur_filter_is_normalised_binomial():
