@@ -92,7 +92,8 @@ def render_section(result: dict[str, Any]) -> str:
         "toward the goal; `beyond_baseline` ones are not extrapolated).",
         f"**How**: {result['seeds']} seeds per arm, arms in rotated order per seed, one run at a time with "
         f"{result['threads']} threads{' (--quick: digits instead of Fashion-MNIST)' if result['quick'] else ''}"
-        f"{f', every arm at {p} (--precision)' if (p := result.get('precision')) else ''}. "
+        f"{f', every arm at {p} (--precision)' if (p := result.get('precision')) else ''}"
+        f"{f', the baseline at {p} (--baseline-precision)' if (p := result.get('baseline_precision')) else ''}. "
         "Speedups per seed use that seed's baseline curve; 'on medians' uses per-arm medians.",
         f"**Goal**: speedup ≥ {GOAL_SPEEDUP:g}x at the baseline's accuracy (best candidate, on medians): "
         f"{goal_text(a['goal_met'])} (best interpolated {fmt(a['best_speedup_on_medians'], '.2f')}x). "

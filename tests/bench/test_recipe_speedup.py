@@ -249,3 +249,9 @@ def test_precision_is_set_on_every_arm_the_baseline_included(monkeypatch):
     trained.clear()
     bench.run(quick=True, seeds=1, hand=True)
     assert {d.get("precision") for d in trained} == {"fp32"}  # without it, each recipe's own (digits_baseline.yaml)
+    trained.clear()
+    res = bench.run(quick=True, seeds=1, hand=True, baseline_precision="bf16")
+    by_arm = {run["arm"]: d.get("precision") for run, d in zip(res["runs"], trained)}
+    assert {p for arm, p in by_arm.items() if arm.startswith("baseline")} == {"bf16"}
+    assert {p for arm, p in by_arm.items() if not arm.startswith("baseline")} == {"fp32"}
+    assert "the baseline at bf16 (--baseline-precision)" in bench.render(res)
