@@ -117,10 +117,11 @@ def run(quick: bool = False, seeds: int | None = None, hand: bool = False,
         for label in order:
             # fresh seeds: the search trained its trials with seed indices 0, 1, 2 ...
             fresh = int(arms[label].get("seed", 0)) + SEED_OFFSET + s
-            arm_precision = (baseline_precision if label.startswith("baseline") else None) or precision
+            is_baseline = label.startswith("baseline")
+            arm_precision = (baseline_precision if is_baseline else None) or precision
             data = {**arms[label], "seed": fresh, "threads": THREADS, "device": "cpu",
                     **({"precision": arm_precision} if arm_precision else {})}
-            rec: dict[str, Any] = {"seed": s, "recipe_seed": fresh, "arm": label, "baseline": label.startswith("baseline"),
+            rec: dict[str, Any] = {"seed": s, "recipe_seed": fresh, "arm": label, "baseline": is_baseline,
                                    "budget": data.get("budget", 1.0), "load": load_now()}
             rec.update(fit_or_nan(data, f"bench:{NAME}"))
             runs.append(rec)
