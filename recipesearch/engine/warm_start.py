@@ -1,15 +1,22 @@
 """Warm starts: an earlier search's best recipes proposed first in this one (``warm_start:`` / ``--warm-start``).
 
 From each earlier run directory (its trials.csv and run.json, checked; nothing written; refused while a search runs
-in it) come, in order: its confirmed recipe curves, best first, then
-the other recipes of its front. Each is mapped onto this space: a parameter this space has, with a value its
-distribution holds, is kept; one it lacks or cannot hold is dropped, and a note names it; what the earlier recipe
-did not set is this space's base value (``space.complete``). The recipes are queued right after the baseline as
-this search's first proposals (Optuna's ``enqueue_trial``), at most half of the proposals, and trained here for
-real: the sampler learns from this search's own numbers, never from another dataset size, image size or epoch
-count. That is what makes the proxy workflow work: search on a proxy (``data.subset``, a smaller
-``data.image_size``, fewer epochs), then warm-start the full search from it; the full search's report says how
-well the proxy ranked the recipes both trained (Spearman's rho, ``proxy_ranking``).
+in it) come, in order: its confirmed recipe curves, best first; then, for the first run, its headline (its best
+confirmed recipe) with each of this space's optional methods switched, one at a time (``switched``): off where the
+headline has it, on where it has not, at the headline's budget; then the other recipes of its front. The switches
+are MosaicML's ablation of a recipe turned into proposals: a method that does not pay at the new budgets can leave
+the recipe, and one the earlier search never drew with it gets its chance, where a sampler's handful of proposals
+reaches neither (fashion_mnist_long_epyc: none of TPE's 5 drew its headline without progressive resizing, which
+one-seed probes put at about 4.3x the plain baseline, against the headline's 3.7x).
+
+Each is mapped onto this space: a parameter this space has, with a value its distribution holds, is kept; one it
+lacks or cannot hold is dropped, and a note names it; what the earlier recipe did not set is this space's base
+value (``space.complete``). The recipes are queued right after the baseline as this search's first proposals
+(Optuna's ``enqueue_trial``), at most half of the proposals, and trained here for real: the sampler learns from
+this search's own numbers, never from another dataset size, image size or epoch count. That is what makes the
+proxy workflow work: search on a proxy (``data.subset``, a smaller ``data.image_size``, fewer epochs), then
+warm-start the full search from it; the full search's report says how well the proxy ranked the recipes both
+trained (Spearman's rho, ``proxy_ranking``).
 
 An earlier search of another dataset, or of another model, is refused in one line: its recipes were chosen for
 other data, and the ranking the warm start relies on would not carry over.
@@ -36,7 +43,7 @@ class WarmRecipe:
     params: dict[str, Any]  # this space's params
     source: str  # "RUN_DIR trial N"
     confirmed: bool
-    metric: float  # its selection-split accuracy there (seed mean at its budget)
+    metric: float  # its selection-split accuracy there (seed mean at its budget); NaN: a switch, never trained
     train_seconds: float
 
 
@@ -47,8 +54,9 @@ class WarmStart:
 
     def to_dict(self) -> list[dict[str, Any]]:
         """For run.json (``warm_start``): what was proposed, with the numbers it had where it came from."""
-        return [{"params": r.params, "source": r.source, "confirmed": r.confirmed, "metric": r.metric,
-                 "train_seconds": r.train_seconds} for r in self.recipes]
+        return [{"params": r.params, "source": r.source, "confirmed": r.confirmed,
+                 "metric": r.metric if math.isfinite(r.metric) else None,
+                 "train_seconds": r.train_seconds if math.isfinite(r.train_seconds) else None} for r in self.recipes]
 
 
 class _Recorder:
@@ -152,6 +160,20 @@ def _data_and_model(trials: pd.DataFrame) -> tuple[str, str]:
     return "", ""
 
 
+def switched(params: dict[str, Any], space: SearchSpace) -> list[tuple[str, dict[str, Any]]]:
+    """``params`` with each optional method of ``space`` switched, one at a time, as ("without NAME" | "with NAME",
+    params); a switch ``space`` cannot make (a method that would form a forbidden pair) is left out."""
+    out = []
+    for alg in space.algorithms.values():
+        if alg.always:
+            continue
+        on = bool(params.get(alg.switch, False))
+        moved = space.complete({**params, alg.switch: not on})
+        if moved != params:
+            out.append((f"{'without' if on else 'with'} {alg.name}", moved))
+    return out
+
+
 def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
     """The recipes to propose first, from ``run_dirs`` (module docstring), and the notes on what was dropped."""
     from recipesearch.analysis.frontier import Objectives, frontier
@@ -172,6 +194,7 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
         order = [(int(n), True) for n in f.recipes.loc[f.recipes["confirmed"], "number"]]
         order += [(int(n), False) for n in f.front.loc[~f.front["is_baseline"].astype(bool), "number"]]
         dropped: set[str] = set()
+        mine: list[WarmRecipe] = []
         for number, confirmed in order:
             if keys.get(number) in seen:
                 continue
@@ -179,12 +202,18 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
             row = f.trials[f.trials["number"] == number].iloc[0]
             params, lost = map_params(row, space)
             dropped.update(lost)
-            if space.is_baseline(params) or any(r.params == params for r in recipes):
+            if space.is_baseline(params) or any(r.params == params for r in recipes + mine):
                 continue  # nothing left of it but the baseline, or a recipe already taken
             point = f.point(number, float(row["budget"]))
             metric = float((row if point is None else point)[f.metric])
             seconds = float((row if point is None else point)["train_seconds"])
-            recipes.append(WarmRecipe(params, f"{run_dir} trial {number}", confirmed, metric, seconds))
+            mine.append(WarmRecipe(params, f"{run_dir} trial {number}", confirmed, metric, seconds))
+        if given is run_dirs[0] and mine and mine[0].confirmed:  # the headline's switches, after the confirmed
+            n = sum(r.confirmed for r in mine)
+            mine[n:n] = [WarmRecipe(params, f"{mine[0].source} {move}", False, math.nan, math.nan)
+                         for move, params in switched(mine[0].params, space)
+                         if not space.is_baseline(params) and all(r.params != params for r in recipes + mine)]
+        recipes += mine
         if dropped:
             notes.append(f"--warm-start {run_dir}: parameters this space does not have or cannot hold were dropped: "
                          f"{', '.join(sorted(dropped))}")
@@ -203,7 +232,7 @@ def proxy_ranking(warm: list[dict[str, Any]], trials: pd.DataFrame, metric: str)
     for _, row in trials[trials["state"] == "COMPLETE"].iterrows():
         here.setdefault(params_key(row_params(row)), (float(row[metric]), float(row["train_seconds"])))
     pairs = [(w["metric"], w["train_seconds"], *here[params_key(w["params"])]) for w in warm
-             if params_key(w["params"]) in here]
+             if params_key(w["params"]) in here and w["metric"] is not None]  # a switch was never trained there
     if len(pairs) < 3:
         return None
     a = np.array(pairs, dtype=float)

@@ -3,17 +3,18 @@ earlier search's ranking against the new one's in the report; bad warm-start fol
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pandas as pd
 import pytest
 
 import recipesearch
-from recipesearch.engine.warm_start import map_params, proxy_ranking
+from recipesearch.engine.warm_start import map_params, proxy_ranking, switched, warm_start
 from recipesearch.runlock import run_dir_lock
 from recipesearch.space import load_space
 from tests.conftest import call_cli
-from tests.engine.conftest import TINY_BASE
+from tests.engine.conftest import REPO, TINY_BASE
 
 ALGOS = {"label_smoothing": {"smoothing": {"range": [0.05, 0.2]}}, "mixup": {"alpha": {"range": [0.1, 0.4]}}}
 
@@ -77,6 +78,39 @@ def test_mapping_keeps_what_fits_and_names_what_does_not(write_space):
                       "label_smoothing.smoothing": 0.1}
     # a budget this space does not have: the nearest it has
     assert map_params(pd.Series({"params_budget": 2.0}), space)[0]["budget"] == 1.0
+
+
+def test_switched_turns_each_optional_method_once_and_skips_a_forbidden_pair(make_space):
+    space = make_space(algorithms={"label_smoothing": {"always": True}, "mixup": {"alpha": {"range": [0.1, 0.4]}},
+                                   "cutmix": {}, "ema": {}})
+    params = space.complete({"budget": 1.0, "alg.mixup": True, "mixup.alpha": 0.3})
+    moves = dict(switched(params, space))
+    # label smoothing is always on: never switched; cutmix with mixup on is a forbidden pair: not proposed
+    assert list(moves) == ["without mixup", "with ema"]
+    assert moves["without mixup"] == space.complete({"budget": 1.0})
+    assert moves["with ema"] == space.complete({**params, "alg.ema": True})
+    assert all(m["budget"] == 1.0 for m in moves.values())
+
+
+def test_the_headline_is_followed_by_its_switches_then_the_front():
+    """On a committed search (nothing trained): its confirmed curves, then its headline with each optional method
+    of the shipped fashion_mnist_long space switched, never trained there (no numbers to rank a proxy by)."""
+    run = REPO / "reports" / "examples" / "fashion_mnist_long_epyc"
+    warm = warm_start([run], load_space(REPO / "recipesearch" / "shipped" / "spaces" / "fashion_mnist_long.yaml"))
+    sources = [r.source.removeprefix(f"{run} ") for r in warm.recipes]
+    confirmed = [r.confirmed for r in warm.recipes]
+    assert sources[:2] == ["trial 10", "trial 9"] and confirmed[:2] == [True, True]
+    assert sources[2:7] == ["trial 10 without progressive_resizing", "trial 10 with ema", "trial 10 with cutout",
+                            "trial 10 without proxy_selection", "trial 10 with pool_before_norm"]
+    headline = warm.recipes[0].params
+    for r in warm.recipes[2:7]:
+        differ = {k for k in set(r.params) | set(headline) if r.params.get(k) != headline.get(k)}
+        assert any(k.startswith("alg.") for k in differ) and not r.confirmed and math.isnan(r.metric)
+        assert all(k.startswith("alg.") or k.split(".")[0] in {"progressive_resizing", "ema", "cutout",
+                                                                "proxy_selection", "pool_before_norm"}
+                   for k in differ)
+    assert all(w["metric"] is None for w in warm.to_dict()[2:7])  # run.json: JSON null, not NaN
+    assert proxy_ranking(warm.to_dict(), pd.DataFrame({"params_budget": [], "state": []}), "val_accuracy") is None
 
 
 def test_a_folder_that_is_not_a_run_or_is_running_or_of_another_model_is_one_line(tmp_path, write_space, proxy,
