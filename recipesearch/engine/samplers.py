@@ -14,7 +14,8 @@ API (the runner depends on this)
      (the API that replaces the deprecated ``constraints_func``); the ``ConstraintsFunc`` then adds nothing.
   Values <= 0 are feasible; every sampler (c-TPE, NSGA-II, GP) reads them from ``trial.constraints``.
 - ``ladder(p)`` / ``neighbours(p, value, k)``: the sweep's steps for one parameter (``ParamSpec.ladder`` /
-  ``ParamSpec.neighbours``: each kind knows its own).
+  ``ParamSpec.neighbours``: each kind knows its own); ``switched(params, space)``: its switch stage, each
+  optional method turned on or off (also the warm start's proposals around an earlier headline).
 - ``SweepStrategy(space)``: ``propose(history) -> list[dict]`` and ``exhausted(history) -> bool``.
   ``history``: one dict per trial of the study, ``{"params": dict, "state": "COMPLETE" | "FAIL" |
   "RUNNING" | "WAITING" | "PRUNED", "accuracy": float | None, "train_seconds": float | None}``; include
@@ -178,11 +179,7 @@ class SweepStrategy:
                 if p.name in incumbent:
                     stage += [space.complete({**incumbent, p.name: v}) for v in neighbours(p, incumbent[p.name], k)]
             stages.append(stage)
-        switches = []
-        for alg in space.algorithms.values():
-            if not alg.always:
-                switches.append(space.complete({**incumbent, alg.switch: not incumbent.get(alg.switch, False)}))
-        stages.append(switches)
+        stages.append([moved for _, moved in switched(incumbent, space)])
         return stages
 
     def _budget_batch(self, budget: float, history: Sequence[dict[str, Any]], tried: set[str]) -> list[dict[str, Any]]:
@@ -204,6 +201,20 @@ class SweepStrategy:
             if new:
                 return new
         return []
+
+
+def switched(params: dict[str, Any], space: SearchSpace) -> list[tuple[str, dict[str, Any]]]:
+    """``params`` with each optional method of ``space`` switched, one at a time, as ("without NAME" | "with NAME",
+    params); a switch ``space`` cannot make (a method that would form a forbidden pair) is left out."""
+    out = []
+    for alg in space.algorithms.values():
+        if alg.always:
+            continue
+        on = bool(params.get(alg.switch, False))
+        moved = space.complete({**params, alg.switch: not on})
+        if moved != params:
+            out.append((f"{'without' if on else 'with'} {alg.name}", moved))
+    return out
 
 
 def _at_budget(entry: dict[str, Any], budget: float) -> bool:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from recipesearch.engine.samplers import switched
 from recipesearch.errors import UserError
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ class WarmRecipe:
     params: dict[str, Any]  # this space's params
     source: str  # "RUN_DIR trial N"
     confirmed: bool
-    metric: float  # its selection-split accuracy there (seed mean at its budget); NaN: a switch, never trained
-    train_seconds: float
+    metric: float | None  # its selection-split accuracy there (seed mean at its budget); None: a switch, never trained
+    train_seconds: float | None
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,8 @@ class WarmStart:
 
     def to_dict(self) -> list[dict[str, Any]]:
         """For run.json (``warm_start``): what was proposed, with the numbers it had where it came from."""
-        return [{"params": r.params, "source": r.source, "confirmed": r.confirmed,
-                 "metric": r.metric if math.isfinite(r.metric) else None,
-                 "train_seconds": r.train_seconds if math.isfinite(r.train_seconds) else None} for r in self.recipes]
+        return [{"params": r.params, "source": r.source, "confirmed": r.confirmed, "metric": r.metric,
+                 "train_seconds": r.train_seconds} for r in self.recipes]
 
 
 class _Recorder:
@@ -160,20 +160,6 @@ def _data_and_model(trials: pd.DataFrame) -> tuple[str, str]:
     return "", ""
 
 
-def switched(params: dict[str, Any], space: SearchSpace) -> list[tuple[str, dict[str, Any]]]:
-    """``params`` with each optional method of ``space`` switched, one at a time, as ("without NAME" | "with NAME",
-    params); a switch ``space`` cannot make (a method that would form a forbidden pair) is left out."""
-    out = []
-    for alg in space.algorithms.values():
-        if alg.always:
-            continue
-        on = bool(params.get(alg.switch, False))
-        moved = space.complete({**params, alg.switch: not on})
-        if moved != params:
-            out.append((f"{'without' if on else 'with'} {alg.name}", moved))
-    return out
-
-
 def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
     """The recipes to propose first, from ``run_dirs`` (module docstring), and the notes on what was dropped."""
     from recipesearch.analysis.frontier import Objectives, frontier
@@ -182,7 +168,7 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
     notes: list[str] = []
     seen: set[str] = set()
     data, model = str(space.base.data.name), str(space.base.model.name)
-    for given in run_dirs:
+    for i, given in enumerate(run_dirs):
         run_dir = Path(given)
         trials, meta = _read(run_dir)
         theirs = _data_and_model(trials)
@@ -208,9 +194,9 @@ def warm_start(run_dirs: list[str | Path], space: SearchSpace) -> WarmStart:
             metric = float((row if point is None else point)[f.metric])
             seconds = float((row if point is None else point)["train_seconds"])
             mine.append(WarmRecipe(params, f"{run_dir} trial {number}", confirmed, metric, seconds))
-        if given is run_dirs[0] and mine and mine[0].confirmed:  # the headline's switches, after the confirmed
+        if i == 0 and mine and mine[0].confirmed:  # the headline's switches, after the confirmed curves
             n = sum(r.confirmed for r in mine)
-            mine[n:n] = [WarmRecipe(params, f"{mine[0].source} {move}", False, math.nan, math.nan)
+            mine[n:n] = [WarmRecipe(params, f"{mine[0].source} {move}", False, None, None)
                          for move, params in switched(mine[0].params, space)
                          if not space.is_baseline(params) and all(r.params != params for r in recipes + mine)]
         recipes += mine

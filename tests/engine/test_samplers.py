@@ -18,6 +18,7 @@ from recipesearch.engine.samplers import (
     neighbours,
     nsga2_population,
     record_constraints,
+    switched,
 )
 from recipesearch.errors import ConfigError
 from recipesearch.space import SAMPLER_OPTIONS, SearchSpace, loads_space, params_key
@@ -275,3 +276,15 @@ def test_nsga2_default_population_lets_a_short_search_evolve() -> None:
     assert sampler._population_size == 8  # 30 trials, 3 baselines: (30 - 3) // 4 = 6, raised to 8
     explicit = make_sampler(space_with("{name: nsga2, seed: 1, population_size: 20}"))
     assert explicit._population_size == 20
+
+
+def test_switched_turns_each_optional_method_once_and_skips_a_forbidden_pair(make_space):
+    space = make_space(algorithms={"label_smoothing": {"always": True}, "mixup": {"alpha": {"range": [0.1, 0.4]}},
+                                   "cutmix": {}, "ema": {}})
+    params = space.complete({"budget": 1.0, "alg.mixup": True, "mixup.alpha": 0.3})
+    moves = dict(switched(params, space))
+    # label smoothing is always on: never switched; cutmix with mixup on is a forbidden pair: not proposed
+    assert list(moves) == ["without mixup", "with ema"]
+    assert moves["without mixup"] == space.complete({"budget": 1.0})
+    assert moves["with ema"] == space.complete({**params, "alg.ema": True})
+    assert all(m["budget"] == 1.0 for m in moves.values())

@@ -3,14 +3,13 @@ earlier search's ranking against the new one's in the report; bad warm-start fol
 from __future__ import annotations
 
 import json
-import math
 import shutil
 
 import pandas as pd
 import pytest
 
 import recipesearch
-from recipesearch.engine.warm_start import map_params, proxy_ranking, switched, warm_start
+from recipesearch.engine.warm_start import map_params, proxy_ranking, warm_start
 from recipesearch.runlock import run_dir_lock
 from recipesearch.space import load_space
 from tests.conftest import call_cli
@@ -80,19 +79,7 @@ def test_mapping_keeps_what_fits_and_names_what_does_not(write_space):
     assert map_params(pd.Series({"params_budget": 2.0}), space)[0]["budget"] == 1.0
 
 
-def test_switched_turns_each_optional_method_once_and_skips_a_forbidden_pair(make_space):
-    space = make_space(algorithms={"label_smoothing": {"always": True}, "mixup": {"alpha": {"range": [0.1, 0.4]}},
-                                   "cutmix": {}, "ema": {}})
-    params = space.complete({"budget": 1.0, "alg.mixup": True, "mixup.alpha": 0.3})
-    moves = dict(switched(params, space))
-    # label smoothing is always on: never switched; cutmix with mixup on is a forbidden pair: not proposed
-    assert list(moves) == ["without mixup", "with ema"]
-    assert moves["without mixup"] == space.complete({"budget": 1.0})
-    assert moves["with ema"] == space.complete({**params, "alg.ema": True})
-    assert all(m["budget"] == 1.0 for m in moves.values())
-
-
-def test_the_headline_is_followed_by_its_switches_then_the_front():
+def test_the_headline_is_followed_by_its_switches():
     """On a committed search (nothing trained): its confirmed curves, then its headline with each optional method
     of the shipped fashion_mnist_long space switched, never trained there (no numbers to rank a proxy by)."""
     run = REPO / "reports" / "examples" / "fashion_mnist_long_epyc"
@@ -105,7 +92,7 @@ def test_the_headline_is_followed_by_its_switches_then_the_front():
     headline = warm.recipes[0].params
     for r in warm.recipes[2:7]:
         differ = {k for k in set(r.params) | set(headline) if r.params.get(k) != headline.get(k)}
-        assert any(k.startswith("alg.") for k in differ) and not r.confirmed and math.isnan(r.metric)
+        assert any(k.startswith("alg.") for k in differ) and not r.confirmed and r.metric is None
         assert all(k.startswith("alg.") or k.split(".")[0] in {"progressive_resizing", "ema", "cutout",
                                                                 "proxy_selection", "pool_before_norm"}
                    for k in differ)
