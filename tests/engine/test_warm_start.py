@@ -87,16 +87,16 @@ def test_the_headline_is_followed_by_its_switches():
     sources = [r.source.removeprefix(f"{run} ") for r in warm.recipes]
     confirmed = [r.confirmed for r in warm.recipes]
     assert sources[:2] == ["trial 10", "trial 9"] and confirmed[:2] == [True, True]
-    assert sources[2:7] == ["trial 10 without progressive_resizing", "trial 10 with ema", "trial 10 with cutout",
-                            "trial 10 without proxy_selection", "trial 10 with pool_before_norm"]
+    assert sources[2:] == ["trial 10 without progressive_resizing", "trial 10 without layer_freezing",
+                           "trial 10 without bce_loss", "trial 10 with ema", "trial 10 with cutout",
+                           "trial 10 without proxy_selection", "trial 10 with pool_before_norm"]
     headline = warm.recipes[0].params
-    for r in warm.recipes[2:7]:
+    for r in warm.recipes[2:]:
         differ = {k for k in set(r.params) | set(headline) if r.params.get(k) != headline.get(k)}
         assert any(k.startswith("alg.") for k in differ) and not r.confirmed and r.metric is None
-        assert all(k.startswith("alg.") or k.split(".")[0] in {"progressive_resizing", "ema", "cutout",
-                                                                "proxy_selection", "pool_before_norm"}
-                   for k in differ)
-    assert all(w["metric"] is None for w in warm.to_dict()[2:7])  # run.json: JSON null, not NaN
+        switched = {"progressive_resizing", "layer_freezing", "ema", "cutout", "proxy_selection", "pool_before_norm"}
+        assert all(k.startswith("alg.") or k.split(".")[0] in switched for k in differ)
+    assert all(w["metric"] is None for w in warm.to_dict()[2:])  # run.json: JSON null, not NaN
     assert proxy_ranking(warm.to_dict(), pd.DataFrame({"params_budget": [], "state": []}), "val_accuracy") is None
 
 
