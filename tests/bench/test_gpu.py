@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-import bench.common
 import bench.gpu as gpu
 import bench.gpu_airbench as gpu_airbench
 import bench.gpu_data as gpu_data
@@ -31,7 +30,6 @@ def test_without_cuda_it_refuses_and_run_all_skips_it_keeping_the_saved_results(
     saved = []
     monkeypatch.setattr(run_all, "save_result", lambda name, result: saved.append(name))
     monkeypatch.setattr(run_all, "REPORTS", tmp_path)
-    monkeypatch.setattr(bench.common, "BENCH_DIR", tmp_path / "bench")  # the sections' figures: not the repo's
     assert run_all.main(["--only", "gpu"]) == 0
     assert saved == [] and "gpu skipped: needs a CUDA device" in capsys.readouterr().out
     assert "## 10. GPU path" in (tmp_path / "benchmarks.md").read_text()
